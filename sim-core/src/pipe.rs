@@ -1,0 +1,104 @@
+//! Pipes: per-link FIFO rings whose head alone sits in the scheduler (htsim's `Pipe` trick).
+//!
+//! A link direction is serial: items leave it in the order they entered, so their arrival
+//! times never decrease and the ring stays sorted for free. Keeping only the head in the
+//! future-event set shrinks it from "every packet in flight" to "every busy link", measured
+//! 6x fewer cache misses at 10^6 in flight (`shared/reference/rust-ecosystem.md` §1.3).
+//!
+//! Use: `if pipe.push(t, x) { sched.schedule(t, origin, Ev::PipeHead(id)) }`; on that event,
+//! `pipe.pop_due(now)` and, if [`Pipe::head_time`] is `Some(t2)`, schedule the next head at `t2`.
+
+use crate::time::SimTime;
+use std::collections::VecDeque;
+
+/// A FIFO of `(arrival time, item)` with non-decreasing arrival times.
+#[derive(Clone, Debug)]
+pub struct Pipe<T> {
+    ring: VecDeque<(SimTime, T)>,
+}
+
+impl<T> Default for Pipe<T> {
+    fn default() -> Self {
+        Pipe {
+            ring: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Pipe<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends an item arriving at `arrive`. Returns `true` when the pipe was empty, i.e. the
+    /// caller must schedule the new head. Panics if `arrive` is before the current tail's
+    /// arrival (items cannot overtake one another on a link).
+    #[inline]
+    pub fn push(&mut self, arrive: SimTime, item: T) -> bool {
+        if let Some(&(last, _)) = self.ring.back() {
+            assert!(
+                arrive >= last,
+                "pipe: item arriving at {arrive} would overtake one arriving at {last}"
+            );
+        }
+        self.ring.push_back((arrive, item));
+        self.ring.len() == 1
+    }
+
+    /// Removes the head, which must be due at `now` (the head event fired).
+    #[inline]
+    pub fn pop_due(&mut self, now: SimTime) -> T {
+        match self.ring.pop_front() {
+            Some((t, item)) => {
+                assert_eq!(t, now, "pipe head fired at the wrong time");
+                item
+            }
+            None => panic!("pipe head event fired on an empty pipe at {now}"),
+        }
+    }
+
+    /// Arrival time of the current head, if any.
+    #[inline]
+    pub fn head_time(&self) -> Option<SimTime> {
+        self.ring.front().map(|&(t, _)| t)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    /// Items in flight, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &(SimTime, T)> {
+        self.ring.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_scheduling_protocol() {
+        let mut p = Pipe::new();
+        assert!(p.push(SimTime(10), 'a'));
+        assert!(!p.push(SimTime(10), 'b'));
+        assert!(!p.push(SimTime(12), 'c'));
+        assert_eq!(p.pop_due(SimTime(10)), 'a');
+        assert_eq!(p.head_time(), Some(SimTime(10)));
+        assert_eq!(p.pop_due(SimTime(10)), 'b');
+        assert_eq!(p.pop_due(SimTime(12)), 'c');
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "overtake")]
+    fn overtaking_is_a_bug() {
+        let mut p = Pipe::new();
+        p.push(SimTime(10), 1);
+        p.push(SimTime(9), 2);
+    }
+}

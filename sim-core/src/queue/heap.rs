@@ -1,0 +1,60 @@
+//! The baseline queue: a binary min-heap on [`Key`].
+
+use super::{Entry, EventQueue, Key};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Heap item ordered so that `BinaryHeap` (a max-heap) pops the smallest key first.
+struct MinFirst<E>(Entry<E>);
+
+impl<E> PartialEq for MinFirst<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+impl<E> Eq for MinFirst<E> {}
+impl<E> PartialOrd for MinFirst<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for MinFirst<E> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.key.cmp(&self.0.key)
+    }
+}
+
+/// `std::collections::BinaryHeap` ordered by [`Key`].
+pub struct HeapQueue<E> {
+    heap: BinaryHeap<MinFirst<E>>,
+}
+
+impl<E> Default for HeapQueue<E> {
+    fn default() -> Self {
+        HeapQueue {
+            heap: BinaryHeap::new(),
+        }
+    }
+}
+
+impl<E> HeapQueue<E> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Smallest key currently held, if any.
+    pub fn peek_key(&self) -> Option<Key> {
+        self.heap.peek().map(|m| m.0.key)
+    }
+}
+
+impl<E> EventQueue<E> for HeapQueue<E> {
+    fn push(&mut self, entry: Entry<E>) {
+        self.heap.push(MinFirst(entry));
+    }
+    fn pop(&mut self) -> Option<Entry<E>> {
+        self.heap.pop().map(|m| m.0)
+    }
+    fn len(&self) -> usize {
+        self.heap.len()
+    }
+}
