@@ -1,1 +1,21 @@
+//! # scenarios: the scenario language, the runner, reports and the `fabricsim` binary
+//!
+//! - [`schema`]: the typed TOML format (every table refuses unknown keys).
+//! - [`units`]: human units (`"100Gbps"`, `"4KiB"`, `"1.5us"`), parsed exactly.
+//! - [`diag`]: errors that point at file:line:column and the field.
+//! - [`locate`]: finds a field's position for errors found after parsing.
+//! - [`build`]: scenario -> topology, routes, engine configuration, flows, limits.
+//! - [`runner`]: runs a scenario and writes its results directory atomically.
+//! - [`cli`]: the `fabricsim` command line as a function (the binary is a thin wrapper).
+//! - [`report`]: `summary.json`, CSVs, histogram logs and the terminal table.
+//!
+//! Only this crate reads or writes files.
 
+pub mod build;
+pub mod cli;
+pub mod diag;
+pub mod locate;
+pub mod report;
+pub mod runner;
+pub mod schema;
+pub mod units;

@@ -1,1 +1,90 @@
+//! Shared helpers for fabricsim's end-to-end tests (the tests themselves are in `tests/`).
 
+use fabrics::engine::{EngineConfig, Fabric};
+use fabrics::routing::Routes;
+use fabrics::topology::{LinkInfo, Topology};
+use fabrics::traffic::FlowSpec;
+use sim_core::{BitsPerSec, Duration, RunLimits, RunReport, WheelQueue};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+/// Path of a shipped scenario in `scenarios/catalogue/`.
+pub fn catalogue(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/catalogue").join(name)
+}
+
+pub fn link(gbps: u64, delay_ns: u64) -> LinkInfo {
+    LinkInfo { rate: BitsPerSec::from_gbps(gbps), delay: Duration::from_ns(delay_ns) }
+}
+
+/// Builds the engine for `topo` with ECMP routes and runs it to completion (or `limits`).
+pub fn run(topo: &Topology, cfg: EngineConfig, flows: Vec<FlowSpec>, limits: RunLimits) -> (Fabric, RunReport) {
+    let routes = Routes::ecmp(topo);
+    let mut fabric = Fabric::new(topo, routes, cfg, flows).expect("valid engine inputs");
+    let mut sched = fabric.scheduler::<WheelQueue<_>>();
+    let report = sim_core::run(&mut fabric, &mut sched, &limits, |_| ControlFlow::Continue(()));
+    (fabric, report)
+}
+
+/// Max-min fair rates (progressive filling) of flows over paths of egress ports, given each
+/// port's capacity. Returns one rate per flow, in the capacities' unit.
+pub fn max_min_rates(paths: &[Vec<u32>], capacity: &dyn Fn(u32) -> f64) -> Vec<f64> {
+    use std::collections::BTreeMap;
+    let mut rate = vec![0.0; paths.len()];
+    let mut frozen = vec![false; paths.len()];
+    let mut links: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (f, p) in paths.iter().enumerate() {
+        for &l in p {
+            links.entry(l).or_default().push(f);
+        }
+    }
+    let mut left: BTreeMap<u32, f64> = links.keys().map(|&l| (l, capacity(l))).collect();
+    while frozen.iter().any(|&z| !z) {
+        // The tightest link decides the next increment.
+        let mut best: Option<(f64, u32)> = None;
+        for (&l, fs) in &links {
+            let active = fs.iter().filter(|&&f| !frozen[f]).count();
+            if active == 0 {
+                continue;
+            }
+            let share = left[&l] / active as f64;
+            if best.is_none_or(|(s, _)| share < s) {
+                best = Some((share, l));
+            }
+        }
+        let Some((inc, _)) = best else { break };
+        for f in 0..paths.len() {
+            if !frozen[f] {
+                rate[f] += inc;
+                for l in &paths[f] {
+                    *left.get_mut(l).unwrap() -= inc;
+                }
+            }
+        }
+        for (&l, fs) in &links {
+            if left[&l] <= 1e-9 {
+                for &f in fs {
+                    frozen[f] = true;
+                }
+            }
+        }
+    }
+    rate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_min_textbook_case() {
+        // Two links of capacity 1: flow 0 uses both, flows 1 and 2 one each -> 1/2 each... and
+        // the parking-lot case: flow 0 on links A and B, flow 1 on A, flow 2 and 3 on B.
+        let paths = vec![vec![0, 1], vec![0], vec![1], vec![1]];
+        let r = max_min_rates(&paths, &|_| 1.0);
+        let want = [1.0 / 3.0, 2.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0];
+        for (a, b) in r.iter().zip(want) {
+            assert!((a - b).abs() < 1e-9, "{r:?}");
+        }
+    }
+}

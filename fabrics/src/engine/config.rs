@@ -1,0 +1,58 @@
+//! Engine configuration: plain data, filled in by the scenario loader.
+
+use crate::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
+use sim_core::{BitsPerSec, Duration};
+
+/// Per-packet overhead of RoCEv2 over IPv4 without VLAN tag, on the wire: Ethernet 14 +
+/// IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4 + preamble/SFD 8 + inter-frame gap 12 = 82 B
+/// (`shared/reference/models.md` §2.1; IEEE 802.3 framing, IBA Annex A17 for RoCEv2).
+pub const ETHERNET_ROCE_HEADER_BYTES: u32 = 82;
+
+/// Default payload MTU: 4096 B, the largest RoCEv2/IB MTU (IBA vol. 1 §7.7.8 MTU values).
+pub const DEFAULT_MTU_BYTES: u32 = 4096;
+
+/// Default port-to-port latency of an Ethernet switch ASIC: 500 ns, inside the 300-600 ns
+/// range recommended in `models.md` §1.5 (no primary figure is published; an assumption).
+pub const DEFAULT_SWITCH_LATENCY: Duration = Duration::from_ns(500);
+
+/// Default egress buffer per port: 512 KiB (a 32 MB shared-buffer ASIC with 64 ports split
+/// evenly; HPCC-sim uses 32 MB per switch for 100G hosts, `models.md` §1.5). An assumption.
+pub const DEFAULT_PORT_BUFFER_BYTES: u64 = 512 * 1024;
+
+/// Largest payload MTU accepted (jumbo frames).
+pub const MAX_MTU_BYTES: u32 = 65_536;
+
+/// How the engine runs a fabric.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Largest payload per packet; messages are segmented into packets of this size.
+    pub mtu_bytes: u32,
+    /// Per-packet header and framing bytes added to the payload on the wire.
+    pub header_bytes: u32,
+    /// Port-to-port latency of every switch (cut-through models override it).
+    pub switch_latency: Duration,
+    /// Sender rate of every flow (fixed-rate congestion control); `None` = the NIC line rate.
+    pub sender_rate: Option<BitsPerSec>,
+    pub buffer: AnyBuffer,
+    pub flow_control: AnyFlowControl,
+    pub marking: AnyMarking,
+    /// Master seed (ECMP hash seeds are derived from it).
+    pub seed: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            mtu_bytes: DEFAULT_MTU_BYTES,
+            header_bytes: ETHERNET_ROCE_HEADER_BYTES,
+            switch_latency: DEFAULT_SWITCH_LATENCY,
+            sender_rate: None,
+            buffer: AnyBuffer::PerPortTailDrop(PerPortTailDrop {
+                buffer_bytes: DEFAULT_PORT_BUFFER_BYTES,
+            }),
+            flow_control: AnyFlowControl::None,
+            marking: AnyMarking::None,
+            seed: 1,
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! The packet engine: a topology and its routes frozen into flat arrays, driven by events.
+//!
+//! ## How a packet moves
+//! 1. A host NIC picks an active flow (round-robin among flows whose congestion control lets
+//!    them send), cuts the next packet (payload up to the MTU plus `header_bytes`) and starts
+//!    serializing it on its port.
+//! 2. Starting a transmission at `t` puts the packet into the port's [`Pipe`] with arrival time
+//!    `t + serialization + propagation + peer latency` (store-and-forward: the packet joins the
+//!    next queue only when its last bit is in and the switch has handled it).
+//!    Only the pipe's head is in the scheduler ([`Ev::Arrive`]).
+//! 3. At a switch the packet is routed (ECMP over the next-hop set, per-flow hash with a
+//!    per-switch seed) to an egress port, offered to the buffer model (tail drop here) and
+//!    queued; an idle port starts sending at once.
+//! 4. At its destination host the packet is delivered: latency and flow progress are recorded.
+//!
+//! A port's end of transmission ([`Ev::TxDone`]) is scheduled only when something waits
+//! behind it, so a lightly loaded hop costs one event, a busy one two.
+//!
+//! ## Event origins (tie-break rule 2 of sim-core)
+//! `TxDone(p)` has origin `p`; `Arrive(p)` has origin `P + p` (`P` = number of ports); a host's
+//! NIC wake-up has origin `2P + host`; flow arrivals have origin `2P + H`. So at one instant
+//! departures are handled before arrivals: a queue frees its slot before a newcomer is judged.
+
+mod config;
+mod nic;
+mod packet;
+mod port;
+mod results;
+
+pub use config::*;
+pub use packet::{Packet, PacketArena, PacketKind};
+pub use port::{Port, PortStats};
+pub use results::{FlowRecord, RunTotals};
+
+use crate::models::buffer::QueueView;
+use crate::models::{AnyBuffer, AnyCc, AnyFlowControl, AnyMarking, BufferModel, FixedRate, LinkFlowControl, Marking};
+use crate::routing::{Routes, ecmp_pick, flow_hash};
+use crate::topology::{NodeKind, Topology};
+use crate::traffic::FlowSpec;
+use sim_core::{EventQueue, LatencyHistogram, Model, Origin, Pipe, RngStreams, Scheduler, SimTime, rng};
+use std::collections::VecDeque;
+
+/// The engine's event record: 8 bytes, ids into the engine's arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ev {
+    /// Egress port `p` finished serializing; it may start its next packet.
+    TxDone(u32),
+    /// The head packet of port `p`'s pipe reaches the far end.
+    Arrive(u32),
+    /// A host NIC may be able to send (a flow became eligible or its port went idle).
+    NicWake(u32),
+    /// The next flow(s) of the workload start.
+    FlowArrival,
+}
+
+/// Errors building an engine from a topology, routes and flows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineError {
+    /// A flow names a host index that does not exist.
+    UnknownHost { flow: usize, host: u32, n_hosts: usize },
+    /// The configuration is out of range.
+    BadConfig(String),
+    /// Too many components for the scheduler's origin space.
+    TooLarge(String),
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineError::UnknownHost { flow, host, n_hosts } => {
+                write!(f, "flow {flow} uses host {host}, but the topology has {n_hosts} hosts (0..{n_hosts})")
+            }
+            EngineError::BadConfig(m) => write!(f, "invalid engine configuration: {m}"),
+            EngineError::TooLarge(m) => write!(f, "fabric too large: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// Per-flow sender state.
+struct FlowState {
+    /// Payload bytes not yet put into packets.
+    unsent_bytes: u64,
+    /// Earliest time the flow may start its next packet (congestion control).
+    next_send_at: SimTime,
+    cc: AnyCc,
+}
+
+/// A host's NIC: the flows it is sending, served round-robin.
+struct Nic {
+    port: u32,
+    active: VecDeque<u32>,
+    /// Earliest pending `NicWake` (`SimTime::MAX` when none is pending).
+    wake_at: SimTime,
+}
+
+/// An instantiated fabric: everything the hot path touches, in flat arrays.
+pub struct Fabric {
+    cfg: EngineConfig,
+    /// First port id of each node; node `n` owns ports `port_base[n]..port_base[n+1]`.
+    port_base: Vec<u32>,
+    is_host: Vec<bool>,
+    /// Host index of each node (`u32::MAX` for switches).
+    host_of_node: Vec<u32>,
+    ports: Vec<Port>,
+    routes: Routes,
+    /// Per-node ECMP hash seed.
+    ecmp_seed: Vec<u64>,
+    nics: Vec<Nic>,
+    packets: PacketArena,
+    flows: Vec<FlowSpec>,
+    flow_state: Vec<FlowState>,
+    records: Vec<FlowRecord>,
+    /// Index of the next flow to start (flows are sorted by start time).
+    next_flow: usize,
+    buffer: AnyBuffer,
+    flow_control: AnyFlowControl,
+    marking: AnyMarking,
+    pkt_latency: LatencyHistogram,
+    fct: LatencyHistogram,
+    totals: RunTotals,
+}
+
+impl Fabric {
+    /// Freezes `topo` and `routes` into flat arrays and prepares `flows` (any order; they are
+    /// sorted by start time, then source, destination and size).
+    pub fn new(topo: &Topology, routes: Routes, cfg: EngineConfig, mut flows: Vec<FlowSpec>) -> Result<Fabric, EngineError> {
+        if cfg.mtu_bytes == 0 || cfg.mtu_bytes > MAX_MTU_BYTES {
+            return Err(EngineError::BadConfig(format!("mtu {} B is outside 1..={MAX_MTU_BYTES}", cfg.mtu_bytes)));
+        }
+        if cfg.header_bytes > MAX_MTU_BYTES {
+            return Err(EngineError::BadConfig(format!("header {} B exceeds {MAX_MTU_BYTES}", cfg.header_bytes)));
+        }
+        let n_hosts = topo.n_hosts();
+        for (i, f) in flows.iter().enumerate() {
+            for h in [f.src, f.dst] {
+                if h as usize >= n_hosts {
+                    return Err(EngineError::UnknownHost { flow: i, host: h, n_hosts });
+                }
+            }
+        }
+        crate::traffic::sort_flows(&mut flows);
+
+        let n_nodes = topo.n_nodes();
+        let mut host_of_node = vec![u32::MAX; n_nodes];
+        for (h, n) in topo.hosts.iter().enumerate() {
+            host_of_node[n.index()] = h as u32;
+        }
+        let is_host: Vec<bool> = topo
+            .graph
+            .node_indices()
+            .map(|n| matches!(topo.graph[n].kind, NodeKind::Host))
+            .collect();
+
+        // Port ids: node by node, each node's ports in `Topology::ports` order.
+        let node_ports: Vec<_> = topo.graph.node_indices().map(|n| topo.ports(n)).collect();
+        let mut port_base = Vec::with_capacity(n_nodes + 1);
+        let mut acc = 0u32;
+        for ps in &node_ports {
+            port_base.push(acc);
+            acc += ps.len() as u32;
+        }
+        port_base.push(acc);
+        let n_ports = acc;
+        let origins = 2u64 * n_ports as u64 + n_hosts as u64 + 1;
+        if origins > sim_core::queue::MAX_ORIGINS as u64 {
+            return Err(EngineError::TooLarge(format!("{n_ports} ports and {n_hosts} hosts exceed the scheduler's origin space")));
+        }
+        // The port at the far end of edge `e` seen from node `n`: find `e` among the peer's ports.
+        let mut ports = Vec::with_capacity(n_ports as usize);
+        for (ni, ps) in node_ports.iter().enumerate() {
+            for &(edge, peer) in ps {
+                let link = topo.graph[edge];
+                let peer_local = node_ports[peer.index()]
+                    .iter()
+                    .position(|&(e, _)| e == edge)
+                    .expect("an edge appears in both endpoints' port lists");
+                let peer_latency = if is_host[peer.index()] { sim_core::Duration::ZERO } else { cfg.switch_latency };
+                ports.push(Port::new(
+                    ni as u32,
+                    peer.index() as u32,
+                    port_base[peer.index()] + peer_local as u32,
+                    link.rate,
+                    link.delay,
+                    peer_latency,
+                ));
+            }
+        }
+
+        let mut seed_rng = RngStreams::new(cfg.seed).stream(rng::stream::ECMP_SEEDS);
+        let ecmp_seed = (0..n_nodes).map(|_| rand::Rng::next_u64(&mut seed_rng)).collect();
+
+        let mut nics = Vec::with_capacity(n_hosts);
+        for &h in &topo.hosts {
+            let base = port_base[h.index()];
+            if port_base[h.index() + 1] == base {
+                return Err(EngineError::BadConfig(format!("host {} has no link", topo.graph[h].name)));
+            }
+            nics.push(Nic {
+                port: base,
+                active: VecDeque::new(),
+                wake_at: SimTime::MAX,
+            });
+        }
+
+        let mut flow_state = Vec::with_capacity(flows.len());
+        let mut records = Vec::with_capacity(flows.len());
+        for (i, f) in flows.iter().enumerate() {
+            let line_rate = ports[nics[f.src as usize].port as usize].rate;
+            let rate = cfg.sender_rate.unwrap_or(line_rate);
+            flow_state.push(FlowState {
+                unsent_bytes: f.size.get(),
+                next_send_at: f.start,
+                cc: AnyCc::FixedRate(FixedRate { rate }),
+            });
+            records.push(FlowRecord::new(i as u32, f));
+        }
+
+        Ok(Fabric {
+            buffer: cfg.buffer.clone(),
+            flow_control: cfg.flow_control.clone(),
+            marking: cfg.marking.clone(),
+            cfg,
+            port_base,
+            is_host,
+            host_of_node,
+            ports,
+            routes,
+            ecmp_seed,
+            nics,
+            packets: PacketArena::default(),
+            flows,
+            flow_state,
+            records,
+            next_flow: 0,
+            pkt_latency: LatencyHistogram::new(),
+            fct: LatencyHistogram::new(),
+            totals: RunTotals::default(),
+        })
+    }
+
+    /// Number of scheduler origins this fabric uses (see the module docs).
+    pub fn n_origins(&self) -> u32 {
+        2 * self.ports.len() as u32 + self.nics.len() as u32 + 1
+    }
+
+    /// A scheduler sized for this fabric with the first flow arrival scheduled.
+    pub fn scheduler<Q: EventQueue<Ev> + Default>(&self) -> Scheduler<Ev, Q> {
+        let mut s = Scheduler::new(self.n_origins());
+        if let Some(f) = self.flows.first() {
+            s.schedule(f.start, self.workload_origin(), Ev::FlowArrival);
+        }
+        s
+    }
+
+    fn workload_origin(&self) -> Origin {
+        Origin(2 * self.ports.len() as u32 + self.nics.len() as u32)
+    }
+    fn nic_origin(&self, host: u32) -> Origin {
+        Origin(2 * self.ports.len() as u32 + host)
+    }
+    fn pipe_origin(&self, port: u32) -> Origin {
+        Origin(self.ports.len() as u32 + port)
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+    pub fn ports(&self) -> &[Port] {
+        &self.ports
+    }
+    /// First port id of every node, plus one past the end.
+    pub fn port_base(&self) -> &[u32] {
+        &self.port_base
+    }
+    pub fn flows(&self) -> &[FlowSpec] {
+        &self.flows
+    }
+    pub fn flow_records(&self) -> &[FlowRecord] {
+        &self.records
+    }
+    pub fn packet_latency(&self) -> &LatencyHistogram {
+        &self.pkt_latency
+    }
+    pub fn fct(&self) -> &LatencyHistogram {
+        &self.fct
+    }
+    pub fn totals(&self) -> &RunTotals {
+        &self.totals
+    }
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+    /// Host index of a node, if it is a host.
+    pub fn host_of_node(&self, node: u32) -> Option<u32> {
+        let h = self.host_of_node[node as usize];
+        (h != u32::MAX).then_some(h)
+    }
+
+    /// Packets still inside the network (queued or on a wire), counted from the queues and
+    /// pipes themselves; conservation says it equals `injected - delivered - dropped`.
+    pub fn packets_in_network(&self) -> u64 {
+        self.ports.iter().map(|p| (p.queue.len() + p.pipe.len()) as u64).sum()
+    }
+
+    // ---- the hot path -------------------------------------------------------------------
+
+    /// Starts serializing packet `id` on port `p` at `now` (the port is idle).
+    #[inline]
+    fn start_tx<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let wire = self.packets.get(id).wire_bytes;
+        self.flow_control.on_send(p, wire, now);
+        let port = &mut self.ports[p as usize];
+        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        let done = now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate);
+        port.busy_until = done;
+        port.stats.packets_tx += 1;
+        port.stats.bytes_tx += wire as u64;
+        let arrive = done + port.delay + port.peer_latency;
+        if port.pipe.push(arrive, id) {
+            let o = self.pipe_origin(p);
+            s.schedule(arrive, o, Ev::Arrive(p));
+        }
+        self.totals.link_hops += 1;
+    }
+
+    /// Sends the head of port `p`'s queue if the port is idle and flow control allows; arms
+    /// `TxDone` when more packets wait.
+    fn try_start_queued<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        let port = &self.ports[p as usize];
+        if port.busy_until > now || port.txdone_pending {
+            return;
+        }
+        let Some(&id) = port.queue.front() else { return };
+        let wire = self.packets.get(id).wire_bytes;
+        if !self.flow_control.may_send(p, wire, now) {
+            return; // the flow-control model wakes the port when it may send again
+        }
+        let port = &mut self.ports[p as usize];
+        port.queue.pop_front();
+        port.queued_bytes -= wire as u64;
+        let queued = port.queued_bytes;
+        port.stats.queue_bytes.set(now, queued);
+        let ingress_port = self.packets.get(id).ingress_port;
+        self.buffer.on_dequeue(QueueView { port: p, ingress_port, queued_bytes: queued }, wire);
+        if self.marking.mark_on_dequeue(p, queued) {
+            self.packets.get_mut(id).marked = true;
+        }
+        self.flow_control.on_buffer_freed(ingress_port, wire, now);
+        self.start_tx(s, p, id);
+        let port = &mut self.ports[p as usize];
+        if !port.queue.is_empty() {
+            port.txdone_pending = true;
+            let at = port.busy_until;
+            s.schedule(at, Origin(p), Ev::TxDone(p));
+        }
+    }
+
+    /// A packet reaches switch egress port `p`'s queue.
+    fn enqueue<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let pkt = *self.packets.get(id);
+        let port = &self.ports[p as usize];
+        let view = QueueView { port: p, ingress_port: pkt.ingress_port, queued_bytes: port.queued_bytes };
+        if !self.buffer.admit(view, pkt.wire_bytes) {
+            let port = &mut self.ports[p as usize];
+            port.stats.drops += 1;
+            port.stats.drop_bytes += pkt.wire_bytes as u64;
+            self.records[pkt.flow as usize].packets_dropped += 1;
+            self.totals.packets_dropped += 1;
+            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+            self.flow_control.on_buffer_freed(pkt.ingress_port, pkt.wire_bytes, now);
+            self.packets.free(id);
+            return;
+        }
+        let port = &mut self.ports[p as usize];
+        port.queue.push_back(id);
+        port.queued_bytes += pkt.wire_bytes as u64;
+        let queued = port.queued_bytes;
+        port.stats.queue_bytes.set(now, queued);
+        if port.txdone_pending {
+            return; // the pending TxDone will serve the queue
+        }
+        if port.busy_until <= now {
+            self.try_start_queued(s, p);
+        } else {
+            port.txdone_pending = true;
+            let at = port.busy_until;
+            s.schedule(at, Origin(p), Ev::TxDone(p));
+        }
+    }
+
+    /// The head of port `p`'s pipe arrives at the far end.
+    fn on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        let port = &mut self.ports[p as usize];
+        let id = port.pipe.pop_due(now);
+        if let Some(next) = port.pipe.head_time() {
+            let o = self.pipe_origin(p);
+            s.schedule(next, o, Ev::Arrive(p));
+        }
+        let port = &self.ports[p as usize];
+        let node = port.peer_node;
+        let in_port = port.peer_port;
+        if self.is_host[node as usize] {
+            self.deliver(now, id);
+            return;
+        }
+        let pkt = self.packets.get_mut(id);
+        pkt.ingress_port = in_port;
+        let (dst, hash) = (pkt.dst_host, pkt.flow_hash);
+        let out = self.route(node, dst, hash);
+        self.enqueue(s, out, id);
+    }
+
+    /// The egress port switch `node` sends a packet to `dst` on: one of the ECMP next hops,
+    /// chosen by the flow hash and the switch's own seed.
+    #[inline]
+    fn route(&self, node: u32, dst: u32, flow_hash: u64) -> u32 {
+        let hops = self.routes.next_hops(node, dst);
+        debug_assert!(!hops.is_empty(), "no route from node {node} to host {dst}");
+        let pick = if hops.len() == 1 { 0 } else { ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]) };
+        self.port_base[node as usize] + hops[pick] as u32
+    }
+
+    /// A packet reaches its destination host.
+    fn deliver(&mut self, now: SimTime, id: u32) {
+        let pkt = *self.packets.get(id);
+        self.packets.free(id);
+        self.pkt_latency.record(now.since(pkt.sent_at));
+        self.totals.packets_delivered += 1;
+        self.totals.payload_bytes_delivered += pkt.payload_bytes as u64;
+        let rec = &mut self.records[pkt.flow as usize];
+        rec.packets_delivered += 1;
+        rec.bytes_delivered += pkt.payload_bytes as u64;
+        rec.last_delivery = Some(now);
+        if pkt.marked {
+            rec.packets_marked += 1;
+        }
+        if rec.bytes_delivered == rec.size_bytes {
+            rec.finish = Some(now);
+            self.totals.flows_completed += 1;
+            self.fct.record(now.since(rec.start));
+        }
+    }
+
+    /// Starts every flow whose start time is now and schedules the next arrival.
+    fn on_flow_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        while let Some(f) = self.flows.get(self.next_flow) {
+            if f.start > now {
+                let o = self.workload_origin();
+                s.schedule(f.start, o, Ev::FlowArrival);
+                break;
+            }
+            let (i, src) = (self.next_flow as u32, f.src);
+            self.next_flow += 1;
+            self.totals.flows_started += 1;
+            if f.size.get() == 0 {
+                self.records[i as usize].finish = Some(now);
+                self.totals.flows_completed += 1;
+                self.fct.record(sim_core::Duration::ZERO);
+                continue;
+            }
+            self.nics[src as usize].active.push_back(i);
+            self.nic_send(s, src);
+        }
+    }
+
+    /// The egress ports flow `flow` crosses, source NIC first, following the same ECMP
+    /// choices as its packets. For validation (e.g. max-min fair shares) and path reports.
+    pub fn flow_path(&self, flow: u32) -> Vec<u32> {
+        let f = &self.flows[flow as usize];
+        let hash = self.flow_hash_of(flow);
+        let mut p = self.nics[f.src as usize].port;
+        let mut path = vec![p];
+        loop {
+            let node = self.ports[p as usize].peer_node;
+            if self.is_host[node as usize] {
+                return path;
+            }
+            p = self.route(node, f.dst, hash);
+            assert!(path.len() < self.ports.len(), "routing loop for flow {flow}");
+            path.push(p);
+        }
+    }
+
+    fn flow_hash_of(&self, flow: u32) -> u64 {
+        let f = &self.flows[flow as usize];
+        flow_hash(f.src, f.dst, flow)
+    }
+}
+
+impl Model for Fabric {
+    type Event = Ev;
+
+    #[inline]
+    fn handle<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, ev: Ev) {
+        match ev {
+            Ev::Arrive(p) => self.on_arrive(s, p),
+            Ev::TxDone(p) => {
+                self.ports[p as usize].txdone_pending = false;
+                self.try_start_queued(s, p);
+            }
+            Ev::NicWake(h) => {
+                let nic = &mut self.nics[h as usize];
+                if nic.wake_at == s.now() {
+                    nic.wake_at = SimTime::MAX;
+                }
+                self.nic_send(s, h);
+            }
+            Ev::FlowArrival => self.on_flow_arrival(s),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.totals.flows_completed as usize == self.flows.len()
+    }
+}
+
+/// Keeps `Pipe` in the public vocabulary of this module's docs.
+#[allow(dead_code)]
+type LinkPipe = Pipe<u32>;

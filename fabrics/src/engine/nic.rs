@@ -1,0 +1,92 @@
+//! Host NICs: segmentation of flows into packets and injection at the flow's allowed rate.
+//!
+//! A NIC serves its active flows round-robin, one packet per turn, skipping flows that their
+//! congestion control holds back. Packets are cut just in time (when the port is free), so
+//! a NIC holds no packet queue and a long flow costs no memory up front.
+
+use super::{Ev, Fabric, Packet, PacketKind};
+use crate::models::CongestionControl;
+use sim_core::{EventQueue, Scheduler, SimTime};
+
+impl Fabric {
+    /// Lets host `h`'s NIC send its next packet if its port is idle and a flow may send.
+    pub(super) fn nic_send<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
+        let now = s.now();
+        let p = self.nics[h as usize].port;
+        let busy_until = self.ports[p as usize].busy_until;
+        if busy_until > now {
+            self.nic_wake_at(s, h, busy_until);
+            return;
+        }
+        // Round-robin: find the first eligible flow, rotating ineligible ones to the back.
+        let n_active = self.nics[h as usize].active.len();
+        let mut earliest = SimTime::MAX;
+        for _ in 0..n_active {
+            let Some(f) = self.nics[h as usize].active.pop_front() else { break };
+            let st = &self.flow_state[f as usize];
+            if st.next_send_at > now {
+                earliest = earliest.min(st.next_send_at);
+                self.nics[h as usize].active.push_back(f);
+                continue;
+            }
+            self.send_packet(s, h, p, f);
+            return;
+        }
+        if earliest != SimTime::MAX {
+            self.nic_wake_at(s, h, earliest);
+        }
+    }
+
+    /// Cuts the next packet of flow `f` and starts it on port `p`.
+    fn send_packet<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, p: u32, f: u32) {
+        let now = s.now();
+        let mtu = self.cfg.mtu_bytes as u64;
+        let header = self.cfg.header_bytes;
+        let hash = self.flow_hash_of(f);
+        let dst = self.flows[f as usize].dst;
+        let st = &mut self.flow_state[f as usize];
+        let payload = st.unsent_bytes.min(mtu) as u32;
+        st.unsent_bytes -= payload as u64;
+        let wire = payload + header;
+        st.next_send_at = st.cc.on_send(now, wire);
+        let more = st.unsent_bytes > 0;
+        let rec = &mut self.records[f as usize];
+        rec.packets_sent += 1;
+        if rec.first_sent.is_none() {
+            rec.first_sent = Some(now);
+        }
+        self.totals.packets_injected += 1;
+        self.totals.payload_bytes_injected += payload as u64;
+        let id = self.packets.alloc(Packet {
+            kind: PacketKind::Data,
+            flow: f,
+            dst_host: dst,
+            payload_bytes: payload,
+            wire_bytes: wire,
+            ingress_port: u32::MAX,
+            flow_hash: hash,
+            sent_at: now,
+            marked: false,
+        });
+        self.start_tx(s, p, id);
+        let nic = &mut self.nics[h as usize];
+        if more {
+            nic.active.push_back(f);
+        }
+        if !nic.active.is_empty() {
+            let at = self.ports[p as usize].busy_until;
+            self.nic_wake_at(s, h, at);
+        }
+    }
+
+    /// Makes sure host `h`'s NIC wakes at `at` (or earlier).
+    fn nic_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, at: SimTime) {
+        let nic = &mut self.nics[h as usize];
+        if nic.wake_at <= at {
+            return;
+        }
+        nic.wake_at = at;
+        let o = self.nic_origin(h);
+        s.schedule(at, o, Ev::NicWake(h));
+    }
+}

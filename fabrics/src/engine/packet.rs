@@ -1,0 +1,86 @@
+//! Packets live in an arena and are referred to by `u32` ids; events and queues carry ids.
+
+use sim_core::SimTime;
+
+/// What a packet is. Control packets (credits, PAUSE frames, ACKs, CNPs) come with the
+/// lossless and congestion-control models and travel the same links as data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketKind {
+    Data,
+}
+
+/// One packet. Plain data: the engine owns every field.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub kind: PacketKind,
+    /// Flow index.
+    pub flow: u32,
+    /// Destination host index.
+    pub dst_host: u32,
+    /// Payload bytes (what the flow counts as delivered).
+    pub payload_bytes: u32,
+    /// Bytes on the wire: payload plus per-packet header and framing overhead.
+    pub wire_bytes: u32,
+    /// Global id of the port the packet last arrived on (`u32::MAX` at its source).
+    pub ingress_port: u32,
+    /// ECMP hash of the packet's flow (models the 5-tuple hash).
+    pub flow_hash: u64,
+    /// When the source NIC started to transmit it.
+    pub sent_at: SimTime,
+    /// Congestion-experienced mark (ECN CE / IB FECN).
+    pub marked: bool,
+}
+
+/// A slab of packets with a free list: ids are reused, nothing is allocated per packet in
+/// steady state.
+#[derive(Default)]
+pub struct PacketArena {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: u32,
+}
+
+impl PacketArena {
+    #[inline]
+    pub fn alloc(&mut self, p: Packet) -> u32 {
+        self.live += 1;
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = p;
+                id
+            }
+            None => {
+                let id = u32::try_from(self.slots.len()).expect("more than 2^32 packets in flight");
+                self.slots.push(p);
+                id
+            }
+        }
+    }
+
+    #[inline]
+    pub fn free(&mut self, id: u32) {
+        debug_assert!((id as usize) < self.slots.len());
+        self.live -= 1;
+        self.free.push(id);
+    }
+
+    #[inline]
+    pub fn get(&self, id: u32) -> &Packet {
+        &self.slots[id as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: u32) -> &mut Packet {
+        &mut self.slots[id as usize]
+    }
+
+    /// Packets allocated and not yet freed.
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+
+    /// Largest number of packets ever alive at once (the arena's size).
+    pub fn high_water(&self) -> usize {
+        self.slots.len()
+    }
+}

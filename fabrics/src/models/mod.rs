@@ -1,0 +1,27 @@
+//! The extension points fabric models plug into, one small file each.
+//!
+//! Each extension point is a trait whose hooks say *when* they fire (with empty defaults where
+//! that makes sense) plus one closed enum that selects the implementation: smoltcp's
+//! `Controller`/`AnyController` pattern. The engine only ever holds the enum, so dispatch is a
+//! `match` the compiler can inline, with no `Box<dyn>` on the hot path.
+//!
+//! | extension point | file | variants today |
+//! |---|---|---|
+//! | link-level flow control | [`flow_control`] | `None` |
+//! | switch buffer model | [`buffer`] | `PerPortTailDrop` |
+//! | congestion marking | [`marking`] | `None` |
+//! | sender congestion control | [`cc`] | `FixedRate` |
+//!
+//! Adding a variant (e.g. DCQCN): write one file with a struct implementing the trait, add one
+//! variant to the enum and one arm to each `match` in the enum's impl, add its unit tests and
+//! one shipped scenario. `docs/models/extending.md` walks through it.
+
+pub mod buffer;
+pub mod cc;
+pub mod flow_control;
+pub mod marking;
+
+pub use buffer::{AnyBuffer, BufferModel, PerPortTailDrop};
+pub use cc::{AnyCc, CongestionControl, FixedRate};
+pub use flow_control::{AnyFlowControl, LinkFlowControl, NoFlowControl};
+pub use marking::{AnyMarking, Marking, NoMarking};

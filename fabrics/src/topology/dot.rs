@@ -1,0 +1,163 @@
+//! Graphviz DOT export with byte-stable output.
+//!
+//! The output depends only on the topology: nodes are written in node-index order, edges in
+//! edge-index order (the order the builder added them, which is also port order), and no hash
+//! map is involved anywhere, so two builds of the same topology give identical bytes.
+//!
+//! Layout of the output:
+//! ```text
+//! graph fabric {
+//!   label="<description>"; rankdir=BT; ...
+//!   n0 [label="h0", shape=box];                      // one line per node
+//!   ...
+//!   { rank=same; n0; n1; ... }                       // one line per tier (hosts, 0, 1, 2...)
+//!   n0 -- n16 [label="400Gbps"];                     // one line per link, lower tier first
+//! }
+//! ```
+//! Node ids are `n<index>`; the human-readable name is the label. Shapes: hosts `box`, tier-0
+//! switches `ellipse`, tier 1 `hexagon`, tier 2 `octagon`, higher tiers `doubleoctagon`. With
+//! `rankdir=BT` hosts are drawn at the bottom and the highest tier at the top.
+
+use std::fmt::Write;
+
+use petgraph::visit::EdgeRef;
+
+use super::{NodeKind, Topology};
+
+/// Quotes a string for DOT (`"` and `\` escaped, newlines as `\n`).
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Rank of a node for layout: hosts 0, switches tier + 1.
+fn rank(kind: NodeKind) -> u32 {
+    match kind {
+        NodeKind::Host => 0,
+        NodeKind::Switch { tier } => tier as u32 + 1,
+    }
+}
+
+/// Renders `topo` as an undirected Graphviz graph (see the module docs for the format).
+pub fn to_dot(topo: &Topology) -> String {
+    let g = &topo.graph;
+    let mut out = String::new();
+    // Writing to a String cannot fail; `let _ =` keeps this function infallible.
+    let _ = writeln!(out, "graph fabric {{");
+    let _ = writeln!(
+        out,
+        "  label={}; labelloc=t; rankdir=BT; node [fontsize=10]; edge [fontsize=8];",
+        quote(&topo.description)
+    );
+    let mut ranks: Vec<Vec<usize>> = Vec::new();
+    for n in g.node_indices() {
+        let info = &g[n];
+        let shape = match info.kind {
+            NodeKind::Host => "box",
+            NodeKind::Switch { tier: 0 } => "ellipse",
+            NodeKind::Switch { tier: 1 } => "hexagon",
+            NodeKind::Switch { tier: 2 } => "octagon",
+            NodeKind::Switch { .. } => "doubleoctagon",
+        };
+        let _ = writeln!(out, "  n{} [label={}, shape={shape}];", n.index(), quote(&info.name));
+        let r = rank(info.kind) as usize;
+        if ranks.len() <= r {
+            ranks.resize(r + 1, Vec::new());
+        }
+        ranks[r].push(n.index());
+    }
+    for members in ranks.iter().filter(|m| !m.is_empty()) {
+        out.push_str("  { rank=same;");
+        for i in members {
+            let _ = write!(out, " n{i};");
+        }
+        out.push_str(" }\n");
+    }
+    for e in g.edge_references() {
+        let (mut a, mut b) = (e.source(), e.target());
+        // Lower rank first so that `rankdir=BT` puts hosts at the bottom.
+        if (rank(g[a].kind), a.index()) > (rank(g[b].kind), b.index()) {
+            std::mem::swap(&mut a, &mut b);
+        }
+        let _ = writeln!(
+            out,
+            "  n{} -- n{} [label={}];",
+            a.index(),
+            b.index(),
+            quote(&e.weight().rate.to_string())
+        );
+    }
+    out.push_str("}\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{LinkInfo, fat_tree, leaf_spine};
+    use sim_core::{BitsPerSec, Duration};
+
+    fn link(gbps: u64) -> LinkInfo {
+        LinkInfo {
+            rate: BitsPerSec::from_gbps(gbps),
+            delay: Duration::from_ns(500),
+        }
+    }
+
+    #[test]
+    fn fat_tree_dot_is_structurally_sound_and_stable() {
+        let t = fat_tree::build(4, link(100), link(400)).unwrap();
+        let dot = to_dot(&t);
+        assert!(dot.starts_with("graph fabric {\n"));
+        assert!(dot.ends_with("}\n"));
+        let lines: Vec<&str> = dot.lines().collect();
+        let node_lines: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("  n") && l.contains("shape=") && !l.contains("--"))
+            .collect();
+        let edge_lines: Vec<&&str> = lines.iter().filter(|l| l.contains(" -- ")).collect();
+        assert_eq!(node_lines.len(), t.n_nodes());
+        assert_eq!(edge_lines.len(), t.n_links());
+        assert_eq!(lines.iter().filter(|l| l.contains("rank=same")).count(), 4);
+        assert_eq!(lines[2], "  n0 [label=\"h0\", shape=box];");
+        assert!(dot.contains("[label=\"edge0.0\", shape=ellipse];"));
+        assert!(dot.contains("[label=\"agg3.1\", shape=hexagon];"));
+        assert!(dot.contains("[label=\"core3\", shape=octagon];"));
+        assert_eq!(*edge_lines[0], "  n0 -- n16 [label=\"100Gbps\"];");
+        assert!(edge_lines[16].ends_with("[label=\"400Gbps\"];"));
+        // Every edge references declared nodes.
+        for l in &edge_lines {
+            let ids: Vec<usize> = l
+                .split_whitespace()
+                .filter(|w| w.starts_with('n') && w[1..].chars().all(|c| c.is_ascii_digit()))
+                .map(|w| w[1..].parse().unwrap())
+                .collect();
+            assert_eq!(ids.len(), 2, "{l}");
+            assert!(ids.iter().all(|&i| i < t.n_nodes()));
+        }
+        // Braces balance.
+        assert_eq!(dot.matches('{').count(), dot.matches('}').count());
+        // Stable bytes across builds.
+        let again = to_dot(&fat_tree::build(4, link(100), link(400)).unwrap());
+        assert_eq!(dot, again);
+    }
+
+    #[test]
+    fn quoting_escapes() {
+        assert_eq!(quote("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+        let t = leaf_spine::build(&leaf_spine::LeafSpineSpec::new(2, 1, 1, link(1), link(1))).unwrap();
+        let dot = to_dot(&t);
+        assert_eq!(dot.lines().filter(|l| l.contains(" -- ")).count(), 4);
+    }
+}

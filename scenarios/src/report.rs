@@ -1,0 +1,400 @@
+//! Results of a run: the summary (`summary.json`), CSV tables, histogram files and the
+//! terminal table. Everything is computed from the engine's integer state at the end of the
+//! run, so the same run always yields the same bytes.
+
+use fabrics::engine::{Fabric, FlowRecord, Port};
+use fabrics::topology::Topology;
+use serde::Serialize;
+use sim_core::{LatencyHistogram, RunReport, SimTime};
+use std::fmt::Write as _;
+
+/// Version tag of `summary.json`; bump it when the schema changes (see `docs/results.md`).
+pub const SUMMARY_SCHEMA: &str = "fabricsim.summary/1";
+
+/// `summary.json`. Field order is the order written. Times are in nanoseconds (decimal).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub schema: &'static str,
+    pub scenario: ScenarioInfo,
+    pub topology: TopologyInfo,
+    pub run: RunInfo,
+    pub packets: PacketTotals,
+    pub flows: FlowTotals,
+    pub packet_latency_ns: Percentiles,
+    pub fct_ns: Percentiles,
+    pub throughput: Throughput,
+    pub hotspots: Vec<Hotspot>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    /// SHA-256 of `scenario.resolved.toml` (the scenario with every default filled in).
+    pub resolved_sha256: String,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TopologyInfo {
+    pub description: String,
+    pub hosts: usize,
+    pub switches: usize,
+    pub links: usize,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunInfo {
+    /// Why the run stopped: `finished`, `drained`, `end_time`, `event_budget`, `wall_clock_budget`.
+    pub outcome: &'static str,
+    /// `false` when a budget cut the run short: the results are partial.
+    pub complete: bool,
+    pub sim_time_ns: f64,
+    pub events: u64,
+    /// Packets placed on a link (every hop counts).
+    pub link_hops: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PacketTotals {
+    pub injected: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    /// Still queued or on a wire when the run stopped.
+    pub in_network: u64,
+    pub payload_bytes_injected: u64,
+    pub payload_bytes_delivered: u64,
+    pub payload_bytes_dropped: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FlowTotals {
+    pub total: u64,
+    pub started: u64,
+    pub completed: u64,
+    /// Flows with at least one dropped packet.
+    pub with_drops: u64,
+}
+
+/// Percentiles of a histogram, in nanoseconds; all `null` when it is empty.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub mean: Option<f64>,
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub p999: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Percentiles {
+    pub fn of(h: &LatencyHistogram) -> Self {
+        let ns = |v: Option<u64>| v.map(ps_to_ns);
+        Percentiles {
+            count: h.count(),
+            mean: ns(h.mean_ps()),
+            min: ns(h.min_ps()),
+            p50: ns(h.quantile_ps(0.5)),
+            p90: ns(h.quantile_ps(0.9)),
+            p99: ns(h.quantile_ps(0.99)),
+            p999: ns(h.quantile_ps(0.999)),
+            max: ns(h.max_ps()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Throughput {
+    /// Payload delivered over the simulated time, all hosts together.
+    pub delivered_gbps: f64,
+    /// Mean over flows with deliveries of their goodput (bytes delivered / (last delivery - start)).
+    pub mean_flow_gbps: Option<f64>,
+    /// The same, as a fraction of each flow's source line rate.
+    pub mean_flow_fraction_of_line_rate: Option<f64>,
+}
+
+/// One row of the congested-ports ranking.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Hotspot {
+    pub port: u32,
+    pub node: String,
+    pub peer: String,
+    pub drops: u64,
+    pub mean_queue_bytes: f64,
+    pub max_queue_bytes: u64,
+    pub utilisation: f64,
+}
+
+pub fn ps_to_ns(ps: u64) -> f64 {
+    ps as f64 / 1000.0
+}
+
+/// Per-port figures derived at the end of a run.
+pub struct PortRow<'a> {
+    pub id: u32,
+    pub port: &'a Port,
+    pub node: &'a str,
+    pub port_index: u32,
+    pub peer: &'a str,
+    pub mean_queue_bytes: f64,
+    pub utilisation: f64,
+}
+
+pub fn port_rows<'a>(fabric: &'a Fabric, topo: &'a Topology, end: SimTime) -> Vec<PortRow<'a>> {
+    let names: Vec<&str> = topo.graph.node_indices().map(|n| topo.graph[n].name.as_str()).collect();
+    let base = fabric.port_base();
+    fabric
+        .ports()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let busy_ps = sim_core::serialization_time(sim_core::Bytes(p.stats.bytes_tx), p.rate).ps();
+            PortRow {
+                id: i as u32,
+                port: p,
+                node: names[p.node as usize],
+                port_index: i as u32 - base[p.node as usize],
+                peer: names[p.peer_node as usize],
+                mean_queue_bytes: p.stats.queue_bytes.mean_until(end),
+                utilisation: if end.ps() == 0 { 0.0 } else { (busy_ps as f64 / end.ps() as f64).min(1.0) },
+            }
+        })
+        .collect()
+}
+
+/// Ports ranked by congestion: drops first, then mean queue, max queue, utilisation.
+pub fn hotspots(rows: &[PortRow<'_>], n: usize) -> Vec<Hotspot> {
+    let mut idx: Vec<usize> = (0..rows.len()).collect();
+    idx.sort_by(|&a, &b| {
+        let (ra, rb) = (&rows[a], &rows[b]);
+        rb.port.stats.drops
+            .cmp(&ra.port.stats.drops)
+            .then(rb.mean_queue_bytes.total_cmp(&ra.mean_queue_bytes))
+            .then(rb.port.stats.queue_bytes.max().cmp(&ra.port.stats.queue_bytes.max()))
+            .then(rb.utilisation.total_cmp(&ra.utilisation))
+            .then(a.cmp(&b))
+    });
+    idx.into_iter()
+        .take(n)
+        .map(|i| &rows[i])
+        .filter(|r| r.port.stats.drops > 0 || r.port.stats.queue_bytes.max() > 0)
+        .map(|r| Hotspot {
+            port: r.id,
+            node: r.node.to_string(),
+            peer: r.peer.to_string(),
+            drops: r.port.stats.drops,
+            mean_queue_bytes: r.mean_queue_bytes,
+            max_queue_bytes: r.port.stats.queue_bytes.max(),
+            utilisation: r.utilisation,
+        })
+        .collect()
+}
+
+/// Builds the summary of a finished run.
+pub fn summarize(
+    fabric: &Fabric,
+    topo: &Topology,
+    meta: ScenarioInfo,
+    report: &RunReport,
+    n_hotspots: usize,
+) -> Summary {
+    let t = fabric.totals();
+    let end = report.end;
+    let rows = port_rows(fabric, topo, end);
+    let recs = fabric.flow_records();
+    let line_rate = |r: &FlowRecord| {
+        let host_node = topo.hosts[r.src as usize].index();
+        fabric.ports()[fabric.port_base()[host_node] as usize].rate.get() as f64
+    };
+    let goodputs: Vec<(f64, f64)> = recs.iter().filter_map(|r| r.goodput_bps().map(|g| (g, g / line_rate(r)))).collect();
+    let mean = |f: fn(&(f64, f64)) -> f64| (!goodputs.is_empty()).then(|| goodputs.iter().map(f).sum::<f64>() / goodputs.len() as f64);
+    Summary {
+        schema: SUMMARY_SCHEMA,
+        scenario: meta,
+        topology: TopologyInfo {
+            description: topo.description.clone(),
+            hosts: topo.n_hosts(),
+            switches: topo.n_switches(),
+            links: topo.n_links(),
+        },
+        run: RunInfo {
+            outcome: report.outcome.as_str(),
+            complete: report.outcome.is_complete(),
+            sim_time_ns: ps_to_ns(end.ps()),
+            events: report.events,
+            link_hops: t.link_hops,
+        },
+        packets: PacketTotals {
+            injected: t.packets_injected,
+            delivered: t.packets_delivered,
+            dropped: t.packets_dropped,
+            in_network: fabric.packets_in_network(),
+            payload_bytes_injected: t.payload_bytes_injected,
+            payload_bytes_delivered: t.payload_bytes_delivered,
+            payload_bytes_dropped: t.payload_bytes_dropped,
+        },
+        flows: FlowTotals {
+            total: recs.len() as u64,
+            started: t.flows_started,
+            completed: t.flows_completed,
+            with_drops: recs.iter().filter(|r| r.packets_dropped > 0).count() as u64,
+        },
+        packet_latency_ns: Percentiles::of(fabric.packet_latency()),
+        fct_ns: Percentiles::of(fabric.fct()),
+        throughput: Throughput {
+            delivered_gbps: if end.ps() == 0 { 0.0 } else { t.payload_bytes_delivered as f64 * 8.0 / end.ps() as f64 * 1000.0 },
+            mean_flow_gbps: mean(|g| g.0 / 1e9),
+            mean_flow_fraction_of_line_rate: mean(|g| g.1),
+        },
+        hotspots: hotspots(&rows, n_hotspots),
+    }
+}
+
+fn opt_ns(v: Option<u64>) -> String {
+    v.map(|ps| format!("{:.3}", ps_to_ns(ps))).unwrap_or_default()
+}
+
+/// `flows.csv`: one row per flow.
+pub fn flows_csv(fabric: &Fabric) -> String {
+    let mut s = String::from(
+        "flow,src,dst,size_bytes,start_ns,first_sent_ns,finish_ns,fct_ns,goodput_gbps,packets_sent,packets_delivered,packets_dropped,bytes_delivered,completed\n",
+    );
+    for r in fabric.flow_records() {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.id,
+            r.src,
+            r.dst,
+            r.size_bytes,
+            opt_ns(Some(r.start.ps())),
+            opt_ns(r.first_sent.map(|t| t.ps())),
+            opt_ns(r.finish.map(|t| t.ps())),
+            opt_ns(r.fct_ps()),
+            r.goodput_bps().map(|g| format!("{:.6}", g / 1e9)).unwrap_or_default(),
+            r.packets_sent,
+            r.packets_delivered,
+            r.packets_dropped,
+            r.bytes_delivered,
+            r.finish.is_some(),
+        );
+    }
+    s
+}
+
+/// `ports.csv`: one row per egress port.
+pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
+    let mut s = String::from(
+        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes\n",
+    );
+    for r in port_rows(fabric, topo, end) {
+        let st = &r.port.stats;
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{:.6},{},{},{},{:.3}",
+            r.id,
+            r.node,
+            r.port_index,
+            r.peer,
+            r.port.rate.as_gbps_f64(),
+            st.packets_tx,
+            st.bytes_tx,
+            r.utilisation,
+            st.drops,
+            st.drop_bytes,
+            st.queue_bytes.max(),
+            r.mean_queue_bytes,
+        );
+    }
+    s
+}
+
+/// A percentile table in the style of HdrHistogram's `outputPercentileDistribution`, in ns.
+pub fn percentile_table(h: &LatencyHistogram) -> String {
+    let mut s = String::from("percentile,value_ns,count_at_or_below\n");
+    if h.is_empty() {
+        return s;
+    }
+    for q in [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0] {
+        let v = h.quantile_ps(q).unwrap_or(0);
+        let c = h.inner().count_between(0, v);
+        let _ = writeln!(s, "{q},{:.3},{c}", ps_to_ns(v));
+    }
+    s
+}
+
+/// An HdrHistogram interval log (one interval covering the run, values in ps, base64
+/// V2+Deflate), readable by HdrHistogram's standard tools (`HistogramLogReader`).
+pub fn hdr_log(h: &LatencyHistogram, tag: &str, end: SimTime) -> Result<Vec<u8>, String> {
+    use hdrhistogram::serialization::V2DeflateSerializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    let mut out = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let mut w = IntervalLogWriterBuilder::new()
+        .with_max_value_divisor(1e12)
+        .add_comment("fabricsim histogram: values in picoseconds; max shown in seconds")
+        .begin_log_with(&mut out, &mut ser)
+        .map_err(|e| e.to_string())?;
+    let tag = Tag::new(tag).ok_or("invalid histogram tag")?;
+    let dur = std::time::Duration::from_nanos(end.ps() / 1000);
+    w.write_histogram(h.inner(), std::time::Duration::ZERO, dur, Some(tag)).map_err(|e| format!("{e:?}"))?;
+    drop(w);
+    Ok(out)
+}
+
+/// The short table printed at the end of a run.
+pub fn terminal_table(s: &Summary) -> String {
+    let mut o = String::new();
+    let f = |v: Option<f64>| match v {
+        None => "-".to_string(),
+        Some(ns) if ns >= 1e6 => format!("{:.3}ms", ns / 1e6),
+        Some(ns) if ns >= 1e3 => format!("{:.3}us", ns / 1e3),
+        Some(ns) => format!("{ns:.1}ns"),
+    };
+    let _ = writeln!(o, "scenario   {} (seed {})", s.scenario.name, s.scenario.seed);
+    let _ = writeln!(o, "topology   {}", s.topology.description);
+    let _ = writeln!(
+        o,
+        "run        {} at {}, {} events, {} link-hops{}",
+        s.run.outcome,
+        f(Some(s.run.sim_time_ns)),
+        s.run.events,
+        s.run.link_hops,
+        if s.run.complete { "" } else { "  (PARTIAL: a budget ran out)" }
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{:<16}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}", "", "p50", "p90", "p99", "p99.9", "max", "count");
+    for (name, p) in [("packet latency", &s.packet_latency_ns), ("flow compl.", &s.fct_ns)] {
+        let _ = writeln!(o, "{:<16}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}", name, f(p.p50), f(p.p90), f(p.p99), f(p.p999), f(p.max), p.count);
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "throughput {:.3} Gb/s delivered; mean flow goodput {}",
+        s.throughput.delivered_gbps,
+        match (s.throughput.mean_flow_gbps, s.throughput.mean_flow_fraction_of_line_rate) {
+            (Some(g), Some(fr)) => format!("{g:.3} Gb/s ({:.1}% of line rate)", fr * 100.0),
+            _ => "-".into(),
+        }
+    );
+    let _ = writeln!(
+        o,
+        "flows      {} of {} completed; packets {} delivered, {} dropped, {} in network",
+        s.flows.completed, s.flows.total, s.packets.delivered, s.packets.dropped, s.packets.in_network
+    );
+    if !s.hotspots.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "most congested ports");
+        let _ = writeln!(o, "  {:<14}{:<14}{:>10}{:>14}{:>14}{:>8}", "port", "to", "drops", "mean queue", "max queue", "util");
+        for h in &s.hotspots {
+            let _ = writeln!(
+                o,
+                "  {:<14}{:<14}{:>10}{:>13.0}B{:>13}B{:>7.1}%",
+                h.node, h.peer, h.drops, h.mean_queue_bytes, h.max_queue_bytes, h.utilisation * 100.0
+            );
+        }
+    }
+    o
+}
