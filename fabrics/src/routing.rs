@@ -340,8 +340,8 @@ mod tests {
         }
     }
 
-    /// BFS hop counts (in links) from `src` over the whole graph, hosts not transit.
-    fn bfs_links(topo: &Topology, src: NodeIndex, dst: NodeIndex) -> usize {
+    /// BFS hop counts (in links) from `src` to every node, hosts not transit.
+    fn bfs_links(topo: &Topology, src: NodeIndex) -> Vec<usize> {
         let mut dist = vec![usize::MAX; topo.n_nodes()];
         dist[src.index()] = 0;
         let mut q = VecDeque::from([src]);
@@ -356,18 +356,19 @@ mod tests {
                 }
             }
         }
-        dist[dst.index()]
+        dist
     }
 
     fn check_all_paths(topo: &Topology, routes: &Routes, flows: u32) {
         let seeds = switch_seeds(topo.n_nodes(), 7);
         let n = topo.n_hosts() as u32;
         for s in 0..n {
+            let dist = bfs_links(topo, topo.hosts[s as usize]);
             for d in 0..n {
                 if s == d {
                     continue;
                 }
-                let want = bfs_links(topo, topo.hosts[s as usize], topo.hosts[d as usize]);
+                let want = dist[topo.hosts[d as usize].index()];
                 for f in 0..flows {
                     let p = routes.path(topo, s, d, flow_hash(s, d, f), &seeds);
                     assert_eq!(*p.last().unwrap(), topo.hosts[d as usize]);

@@ -154,7 +154,7 @@ impl Loaded {
     }
 
     fn build_custom(&self, hosts: u32, switches: u32, links: &[CustomLink]) -> Result<Topology, ScenarioError> {
-        if hosts < 1 || hosts > MAX_HOSTS {
+        if !(1..=MAX_HOSTS).contains(&hosts) {
             return Err(self.err("topology.hosts", format!("expected 1..={MAX_HOSTS} hosts")));
         }
         if switches > MAX_HOSTS {

@@ -103,7 +103,7 @@ fn fmt_ps(ps: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         return write!(f, "0s");
     }
     for (unit, name) in [(PS_PER_S, "s"), (PS_PER_MS, "ms"), (PS_PER_US, "us"), (PS_PER_NS, "ns")] {
-        if ps % unit == 0 {
+        if ps.is_multiple_of(unit) {
             return write!(f, "{}{}", ps / unit, name);
         }
     }
@@ -168,9 +168,9 @@ impl BitsPerSec {
 
 impl fmt::Display for BitsPerSec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % 1_000_000_000 == 0 {
+        if self.0.is_multiple_of(1_000_000_000) {
             write!(f, "{}Gbps", self.0 / 1_000_000_000)
-        } else if self.0 % 1_000_000 == 0 {
+        } else if self.0.is_multiple_of(1_000_000) {
             write!(f, "{}Mbps", self.0 / 1_000_000)
         } else {
             write!(f, "{}bps", self.0)

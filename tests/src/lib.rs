@@ -62,7 +62,7 @@ pub fn max_min_rates(paths: &[Vec<u32>], capacity: &dyn Fn(u32) -> f64) -> Vec<f
             }
         }
         for (&l, fs) in &links {
-            if left[&l] <= 1e-9 {
+            if left[&l] <= 1e-9 * capacity(l) {
                 for &f in fs {
                     frozen[f] = true;
                 }
