@@ -48,6 +48,8 @@ use crate::topology::{Topology, TopologyError};
 
 /// `switch_row` value for hosts.
 const NOT_A_SWITCH: u32 = u32::MAX;
+/// `host_leaf` of a host cabled straight to another host (it has no leaf switch).
+pub const NO_LEAF: u32 = u32::MAX;
 /// A host's only port.
 static HOST_PORT: [u16; 1] = [0];
 
@@ -110,8 +112,14 @@ impl Routes {
         let mut host_leaf = Vec::with_capacity(topo.n_hosts());
         let mut host_port_at_leaf = Vec::with_capacity(topo.n_hosts());
         for &h in &topo.hosts {
-            // validate(): exactly one link, to a switch, which is therefore a leaf.
+            // validate(): exactly one link, to a switch (a leaf) or to another host (a
+            // back-to-back pair, which needs no route).
             let leaf = nbrs(h.index())[0] as usize;
+            if is_host[leaf] {
+                host_leaf.push(NO_LEAF);
+                host_port_at_leaf.push(0);
+                continue;
+            }
             let port = nbrs(leaf)
                 .iter()
                 .position(|&w| w as usize == h.index())
@@ -222,6 +230,9 @@ impl Routes {
     #[inline]
     pub fn next_hops(&self, node: u32, dst_host: u32) -> &[u16] {
         let leaf = self.host_leaf[dst_host as usize];
+        if leaf == NO_LEAF {
+            return &[]; // the destination hangs off another host: no switch reaches it
+        }
         if self.leaf_node[leaf as usize] == node {
             return std::slice::from_ref(&self.host_port_at_leaf[dst_host as usize]);
         }

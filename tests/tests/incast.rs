@@ -80,7 +80,7 @@ fn bytes_are_conserved_mid_run_and_at_the_end() {
         assert_eq!(t.packets_injected, t.packets_delivered + t.packets_dropped + in_net, "at {end_ns} ns: {t:?}");
         let in_net_bytes: u64 = t.payload_bytes_injected - t.payload_bytes_delivered - t.payload_bytes_dropped;
         assert_eq!(in_net_bytes, in_net * MTU, "payload bytes in flight at {end_ns} ns");
-        if end_ns == 5_000 {
+        if end_ns == 1_000 {
             assert!(in_net > 0, "the check must see packets in flight");
         }
     }

@@ -62,6 +62,8 @@ pub enum EngineError {
     BadConfig(String),
     /// Too many components for the scheduler's origin space.
     TooLarge(String),
+    /// No route leads from a flow's source to its destination.
+    Unroutable { flow: usize, src: u32, dst: u32 },
 }
 
 impl std::fmt::Display for EngineError {
@@ -72,6 +74,9 @@ impl std::fmt::Display for EngineError {
             }
             EngineError::BadConfig(m) => write!(f, "invalid engine configuration: {m}"),
             EngineError::TooLarge(m) => write!(f, "fabric too large: {m}"),
+            EngineError::Unroutable { flow, src, dst } => {
+                write!(f, "flow {flow}: no route from host {src} to host {dst} (the topology does not connect them)")
+            }
         }
     }
 }
@@ -217,7 +222,7 @@ impl Fabric {
             records.push(FlowRecord::new(i as u32, f));
         }
 
-        Ok(Fabric {
+        let fabric = Fabric {
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
             marking: cfg.marking.clone(),
@@ -237,7 +242,14 @@ impl Fabric {
             pkt_latency: LatencyHistogram::new(),
             fct: LatencyHistogram::new(),
             totals: RunTotals::default(),
-        })
+        };
+        for i in 0..fabric.flows.len() {
+            if fabric.try_flow_path(i as u32).is_none() {
+                let f = &fabric.flows[i];
+                return Err(EngineError::Unroutable { flow: i, src: f.src, dst: f.dst });
+            }
+        }
+        Ok(fabric)
     }
 
     /// Number of scheduler origins this fabric uses (see the module docs).
@@ -473,6 +485,12 @@ impl Fabric {
     /// The egress ports flow `flow` crosses, source NIC first, following the same ECMP
     /// choices as its packets. For validation (e.g. max-min fair shares) and path reports.
     pub fn flow_path(&self, flow: u32) -> Vec<u32> {
+        self.try_flow_path(flow).expect("flows are checked to be routable when the fabric is built")
+    }
+
+    /// [`Fabric::flow_path`], or `None` when the flow's packets would reach a dead end, the
+    /// wrong host, or loop.
+    fn try_flow_path(&self, flow: u32) -> Option<Vec<u32>> {
         let f = &self.flows[flow as usize];
         let hash = self.flow_hash_of(flow);
         let mut p = self.nics[f.src as usize].port;
@@ -480,10 +498,12 @@ impl Fabric {
         loop {
             let node = self.ports[p as usize].peer_node;
             if self.is_host[node as usize] {
-                return path;
+                return (self.host_of_node[node as usize] == f.dst).then_some(path);
+            }
+            if self.routes.next_hops(node, f.dst).is_empty() || path.len() > self.ports.len() {
+                return None;
             }
             p = self.route(node, f.dst, hash);
-            assert!(path.len() < self.ports.len(), "routing loop for flow {flow}");
             path.push(p);
         }
     }

@@ -466,13 +466,8 @@ impl Topology {
                 if degree != 1 {
                     return invalid(format!("host {} has {degree} links, expected 1", info.name));
                 }
-                let peer = self.graph.neighbors(n).next().expect("degree 1");
-                if self.is_host(peer) {
-                    return invalid(format!(
-                        "host {} is linked to host {}, not to a switch",
-                        info.name, self.graph[peer].name
-                    ));
-                }
+                // A host's one link goes to a switch, or straight to another host (a
+                // back-to-back cable: the pair then talks only to each other).
             }
         }
         for e in self.graph.edge_references() {
