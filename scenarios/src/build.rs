@@ -43,7 +43,12 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
     let file = path.display().to_string();
     let scenario: Scenario = crate::diag::parse_toml(&file, &text)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    Ok(Loaded { file, dir, text, scenario })
+    Ok(Loaded {
+        file,
+        dir,
+        text,
+        scenario,
+    })
 }
 
 /// Everything a run needs.
@@ -77,7 +82,10 @@ impl Loaded {
         let flows = self.build_flows(topology.n_hosts() as u32)?;
         let end = sc.run.end_time.get();
         if end > MAX_END_TIME || end == Duration::ZERO {
-            return Err(self.err("run.end_time", format!("expected a time in (0, {MAX_END_TIME}], got {end}")));
+            return Err(self.err(
+                "run.end_time",
+                format!("expected a time in (0, {MAX_END_TIME}], got {end}"),
+            ));
         }
         if sc.run.max_events == 0 {
             return Err(self.err("run.max_events", "expected at least 1 event"));
@@ -91,35 +99,64 @@ impl Loaded {
             wall_clock: Some(std::time::Duration::from_secs(sc.run.wall_clock_s)),
             progress_every_events: 1 << 20,
         };
-        Ok(Built { topology, routes, engine, flows, limits })
+        Ok(Built {
+            topology,
+            routes,
+            engine,
+            flows,
+            limits,
+        })
     }
 
     fn link(&self, field: &str, l: &LinkSpec) -> Result<LinkInfo, ScenarioError> {
         let delay = match (l.delay, l.cable_m) {
             (Some(_), Some(_)) => {
-                return Err(self.err(&format!("{field}.cable_m"), "give either `delay` or `cable_m`, not both"));
+                return Err(self.err(
+                    &format!("{field}.cable_m"),
+                    "give either `delay` or `cable_m`, not both",
+                ));
             }
             (Some(d), None) => d.get(),
             (None, Some(m)) => Duration(DELAY_PER_METRE.ps() * m as u64),
             (None, None) => Duration(DELAY_PER_METRE.ps() * DEFAULT_CABLE_M as u64),
         };
-        Ok(LinkInfo { rate: l.rate.get(), delay })
+        Ok(LinkInfo {
+            rate: l.rate.get(),
+            delay,
+        })
     }
 
     fn build_topology(&self) -> Result<Topology, ScenarioError> {
         let topo = match &self.scenario.topology {
-            TopologySpec::FatTree { k, host_link, fabric_link } => {
+            TopologySpec::FatTree {
+                k,
+                host_link,
+                fabric_link,
+            } => {
                 if (*k as u64).pow(3) / 4 > MAX_HOSTS as u64 {
                     return Err(self.err("topology.k", format!("k={k} gives more than {MAX_HOSTS} hosts")));
                 }
-                let (h, f) = (self.link("topology.host_link", host_link)?, self.link("topology.fabric_link", fabric_link)?);
+                let (h, f) = (
+                    self.link("topology.host_link", host_link)?,
+                    self.link("topology.fabric_link", fabric_link)?,
+                );
                 fat_tree::build(*k, h, f).map_err(|e| self.err("topology.k", e.to_string()))?
             }
-            TopologySpec::LeafSpine { leaves, hosts_per_leaf, spines, oversubscription, host_link, fabric_link } => {
+            TopologySpec::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                spines,
+                oversubscription,
+                host_link,
+                fabric_link,
+            } => {
                 if *leaves as u64 * *hosts_per_leaf as u64 > MAX_HOSTS as u64 {
                     return Err(self.err("topology.leaves", format!("more than {MAX_HOSTS} hosts")));
                 }
-                let (h, f) = (self.link("topology.host_link", host_link)?, self.link("topology.fabric_link", fabric_link)?);
+                let (h, f) = (
+                    self.link("topology.host_link", host_link)?,
+                    self.link("topology.fabric_link", fabric_link)?,
+                );
                 match (spines, oversubscription) {
                     (Some(n), None) => {
                         let spec = leaf_spine::LeafSpineSpec {
@@ -133,19 +170,31 @@ impl Loaded {
                         leaf_spine::build(&spec).map_err(|e| self.err("topology.spines", e.to_string()))?
                     }
                     (None, Some(ratio)) => {
-                        let (num, den) = parse_ratio(ratio)
-                            .ok_or_else(|| self.err("topology.oversubscription", format!("expected a ratio like \"2:1\" or \"3:2\", got \"{ratio}\"")))?;
+                        let (num, den) = parse_ratio(ratio).ok_or_else(|| {
+                            self.err(
+                                "topology.oversubscription",
+                                format!("expected a ratio like \"2:1\" or \"3:2\", got \"{ratio}\""),
+                            )
+                        })?;
                         leaf_spine::with_oversubscription(*leaves, *hosts_per_leaf, num, den, h, f)
                             .map_err(|e| self.err("topology.oversubscription", e.to_string()))?
                     }
                     _ => return Err(self.err("topology", "give exactly one of `spines` or `oversubscription`")),
                 }
             }
-            TopologySpec::Sized { hosts, radix, host_link, fabric_link } => {
+            TopologySpec::Sized {
+                hosts,
+                radix,
+                host_link,
+                fabric_link,
+            } => {
                 if *hosts > MAX_HOSTS {
                     return Err(self.err("topology.hosts", format!("at most {MAX_HOSTS} hosts")));
                 }
-                let (h, f) = (self.link("topology.host_link", host_link)?, self.link("topology.fabric_link", fabric_link)?);
+                let (h, f) = (
+                    self.link("topology.host_link", host_link)?,
+                    self.link("topology.fabric_link", fabric_link)?,
+                );
                 sizing::for_hosts(*hosts, *radix, h, f).map_err(|e| self.err("topology.hosts", e.to_string()))?
             }
             TopologySpec::Custom { hosts, switches, links } => self.build_custom(*hosts, *switches, links)?,
@@ -160,7 +209,10 @@ impl Loaded {
         if switches > MAX_HOSTS {
             return Err(self.err("topology.switches", format!("expected at most {MAX_HOSTS} switches")));
         }
-        let mut t = Topology::new(format!("custom ({hosts} hosts, {switches} switches, {} links)", links.len()));
+        let mut t = Topology::new(format!(
+            "custom ({hosts} hosts, {switches} switches, {} links)",
+            links.len()
+        ));
         let hs: Vec<_> = (0..hosts).map(|i| t.add_host(format!("h{i}"), None)).collect();
         let ss: Vec<_> = (0..switches).map(|i| t.add_switch(format!("s{i}"), 0, None)).collect();
         let mut host_links = vec![0u32; hosts as usize];
@@ -168,7 +220,14 @@ impl Loaded {
             let field = format!("topology.links[{i}]");
             let end = |name: &str, which: &str| {
                 let f = format!("{field}.{which}");
-                let bad = || self.err(&f, format!("expected \"h<i>\" (host, i < {hosts}) or \"s<i>\" (switch, i < {switches}), got \"{name}\""));
+                let bad = || {
+                    self.err(
+                        &f,
+                        format!(
+                            "expected \"h<i>\" (host, i < {hosts}) or \"s<i>\" (switch, i < {switches}), got \"{name}\""
+                        ),
+                    )
+                };
                 let (kind, idx) = name.split_at(name.len().min(1));
                 let idx: u32 = idx.parse().map_err(|_| bad())?;
                 match kind {
@@ -185,11 +244,18 @@ impl Loaded {
                 if let Some(h) = t.hosts.iter().position(|&x| x == n) {
                     host_links[h] += 1;
                     if host_links[h] > 1 {
-                        return Err(self.err(&field, format!("host h{h} has more than one link (hosts have one NIC port)")));
+                        return Err(self.err(
+                            &field,
+                            format!("host h{h} has more than one link (hosts have one NIC port)"),
+                        ));
                     }
                 }
             }
-            let spec = LinkSpec { rate: l.rate, delay: l.delay, cable_m: l.cable_m };
+            let spec = LinkSpec {
+                rate: l.rate,
+                delay: l.delay,
+                cable_m: l.cable_m,
+            };
             let info = self.link(&field, &spec)?;
             t.add_link(a, b, info);
         }
@@ -208,17 +274,29 @@ impl Loaded {
         }
         let header = f.header.get().get();
         if header > 1024 {
-            return Err(self.err("fabric.header", format!("expected at most 1024B of header, got {header}B")));
+            return Err(self.err(
+                "fabric.header",
+                format!("expected at most 1024B of header, got {header}B"),
+            ));
         }
         let switch_latency = f.switch_latency.get();
         if switch_latency > Duration::from_ms(1) {
-            return Err(self.err("fabric.switch_latency", format!("expected at most 1ms, got {switch_latency}")));
+            return Err(self.err(
+                "fabric.switch_latency",
+                format!("expected at most 1ms, got {switch_latency}"),
+            ));
         }
         let buffer = match &f.buffer {
             BufferSpec::PerPortTailDrop { size } => {
                 let b = size.get().get();
                 if b < mtu + header {
-                    return Err(self.err("fabric.buffer.size", format!("a port buffer must hold at least one packet ({}B), got {b}B", mtu + header)));
+                    return Err(self.err(
+                        "fabric.buffer.size",
+                        format!(
+                            "a port buffer must hold at least one packet ({}B), got {b}B",
+                            mtu + header
+                        ),
+                    ));
                 }
                 AnyBuffer::PerPortTailDrop(PerPortTailDrop { buffer_bytes: b })
             }
@@ -241,10 +319,15 @@ impl Loaded {
         for (i, w) in self.scenario.workload.iter().enumerate() {
             let field = format!("workload[{i}]");
             // Each workload has its own streams, so adding one does not perturb another.
-            let limits = TrafficLimits { max_flows: MAX_FLOWS as u64 };
+            let limits = TrafficLimits {
+                max_flows: MAX_FLOWS as u64,
+            };
             let check_host = |h: u32, f: &str| {
                 if h >= n_hosts {
-                    Err(self.err(f, format!("host {h} does not exist: the topology has hosts 0..{n_hosts}")))
+                    Err(self.err(
+                        f,
+                        format!("host {h} does not exist: the topology has hosts 0..{n_hosts}"),
+                    ))
                 } else {
                     Ok(())
                 }
@@ -256,9 +339,17 @@ impl Loaded {
                         check_host(fl.src, &format!("{field}.flows[{j}].src"))?;
                         check_host(fl.dst, &format!("{field}.flows[{j}].dst"))?;
                         if fl.src == fl.dst {
-                            return Err(self.err(&format!("{field}.flows[{j}].dst"), "a flow's destination must differ from its source"));
+                            return Err(self.err(
+                                &format!("{field}.flows[{j}].dst"),
+                                "a flow's destination must differ from its source",
+                            ));
                         }
-                        v.push(FlowSpec { src: fl.src, dst: fl.dst, size: fl.size.get(), start: SimTime::ZERO + fl.start.get() });
+                        v.push(FlowSpec {
+                            src: fl.src,
+                            dst: fl.dst,
+                            size: fl.size.get(),
+                            start: SimTime::ZERO + fl.start.get(),
+                        });
                     }
                     v
                 }
@@ -267,7 +358,13 @@ impl Loaded {
                     generators::permutation(n_hosts, size.get(), SimTime::ZERO + start.get(), &mut rng, limits)
                         .map_err(|e| self.err(&field, e.to_string()))?
                 }
-                WorkloadSpec::Incast { receiver, senders, n_senders, size, start } => {
+                WorkloadSpec::Incast {
+                    receiver,
+                    senders,
+                    n_senders,
+                    size,
+                    start,
+                } => {
                     check_host(*receiver, &format!("{field}.receiver"))?;
                     let senders: Vec<u32> = match (senders, n_senders) {
                         (Some(list), None) => {
@@ -278,23 +375,42 @@ impl Loaded {
                         }
                         (None, Some(n)) => {
                             if *n == 0 || *n >= n_hosts {
-                                return Err(self.err(&format!("{field}.n_senders"), format!("expected 1..={} senders", n_hosts - 1)));
+                                return Err(self.err(
+                                    &format!("{field}.n_senders"),
+                                    format!("expected 1..={} senders", n_hosts - 1),
+                                ));
                             }
                             (1..=*n).map(|d| (receiver + d) % n_hosts).collect()
                         }
                         _ => return Err(self.err(&field, "give exactly one of `senders` or `n_senders`")),
                     };
-                    generators::incast(n_hosts, &senders, *receiver, size.get(), SimTime::ZERO + start.get(), limits)
-                        .map_err(|e| self.err(&field, e.to_string()))?
+                    generators::incast(
+                        n_hosts,
+                        &senders,
+                        *receiver,
+                        size.get(),
+                        SimTime::ZERO + start.get(),
+                        limits,
+                    )
+                    .map_err(|e| self.err(&field, e.to_string()))?
                 }
                 WorkloadSpec::Poisson { load, cdf, duration } => {
                     if !(*load > 0.0 && *load <= 1.0) {
-                        return Err(self.err(&format!("{field}.load"), format!("expected a load in (0, 1], got {load}")));
+                        return Err(self.err(
+                            &format!("{field}.load"),
+                            format!("expected a load in (0, 1], got {load}"),
+                        ));
                     }
                     let cdf_field = format!("{field}.cdf");
                     let cdf = self.read_cdf(&cdf_field, cdf)?;
                     let rate = self.min_host_rate()?;
-                    let spec = PoissonSpec { n_hosts, load: *load, host_rate: rate, start: SimTime::ZERO, duration: duration.get() };
+                    let spec = PoissonSpec {
+                        n_hosts,
+                        load: *load,
+                        host_rate: rate,
+                        start: SimTime::ZERO,
+                        duration: duration.get(),
+                    };
                     let base = generators::POISSON_STREAM_BASE + ((i as u64) << 32);
                     generators::poisson(&spec, &cdf, &streams, base, limits)
                         .map_err(|e| self.err(&field, e.to_string()))?
@@ -310,9 +426,9 @@ impl Loaded {
 
     fn min_host_rate(&self) -> Result<sim_core::BitsPerSec, ScenarioError> {
         match &self.scenario.topology {
-            TopologySpec::FatTree { host_link, .. } | TopologySpec::LeafSpine { host_link, .. } | TopologySpec::Sized { host_link, .. } => {
-                Ok(host_link.rate.get())
-            }
+            TopologySpec::FatTree { host_link, .. }
+            | TopologySpec::LeafSpine { host_link, .. }
+            | TopologySpec::Sized { host_link, .. } => Ok(host_link.rate.get()),
             TopologySpec::Custom { links, .. } => links
                 .iter()
                 .filter(|l| l.a.starts_with('h') || l.b.starts_with('h'))
@@ -324,11 +440,16 @@ impl Loaded {
 
     fn read_cdf(&self, field: &str, rel: &str) -> Result<FlowSizeCdf, ScenarioError> {
         let path = self.dir.join(rel);
-        let meta = std::fs::metadata(&path).map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
         if meta.len() > MAX_CDF_BYTES {
-            return Err(self.err(field, format!("CDF file {} is larger than {MAX_CDF_BYTES} bytes", path.display())));
+            return Err(self.err(
+                field,
+                format!("CDF file {} is larger than {MAX_CDF_BYTES} bytes", path.display()),
+            ));
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
         FlowSizeCdf::parse(&text).map_err(|e| self.err(field, format!("{}: {e}", path.display())))
     }
 }

@@ -4,14 +4,18 @@
 //! Exit status: 0 on success, 2 when the scenario is invalid (the error names file, line,
 //! column and field), 1 for any other failure (e.g. the results directory cannot be written).
 
-use clap::{Parser, Subcommand};
 use crate::runner::{self, RunError, RunOptions};
+use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "fabricsim", version, about = "Packet-level simulator of GPU-cluster interconnects")]
+#[command(
+    name = "fabricsim",
+    version,
+    about = "Packet-level simulator of GPU-cluster interconnects"
+)]
 pub struct Cli {
     /// Log level (error, warn, info, debug, trace); `RUST_LOG` overrides it.
     #[arg(long, global = true, default_value = "warn")]
@@ -80,8 +84,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
         code
     };
     match cli.cmd {
-        Cmd::Run { file, out: out_dir, seed, quiet } => {
-            let opts = RunOptions { out_dir, seed, progress: !quiet };
+        Cmd::Run {
+            file,
+            out: out_dir,
+            seed,
+            quiet,
+        } => {
+            let opts = RunOptions {
+                out_dir,
+                seed,
+                progress: !quiet,
+            };
             match runner::run_file(&file, &opts) {
                 Ok(r) => {
                     let _ = write!(out, "{}", crate::report::terminal_table(&r.summary));
@@ -93,7 +106,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
         }
         Cmd::Validate { file } => match runner::validate(&file) {
             Ok((loaded, built)) => {
-                let _ = writeln!(out, "{}: ok ({}; {} flows)", loaded.file, built.topology.description, built.flows.len());
+                let _ = writeln!(
+                    out,
+                    "{}: ok ({}; {} flows)",
+                    loaded.file,
+                    built.topology.description,
+                    built.flows.len()
+                );
                 0
             }
             Err(e) => fail(e, err),
@@ -102,8 +121,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             Ok((_, built)) => {
                 let t = &built.topology;
                 let _ = writeln!(out, "{}", t.description);
-                let _ = writeln!(out, "hosts {}, switches {}, links {}", t.n_hosts(), t.n_switches(), t.n_links());
-                let _ = writeln!(out, "bisection bandwidth {:.3} Gb/s", t.bisection_bandwidth_bps() as f64 / 1e9);
+                let _ = writeln!(
+                    out,
+                    "hosts {}, switches {}, links {}",
+                    t.n_hosts(),
+                    t.n_switches(),
+                    t.n_links()
+                );
+                let _ = writeln!(
+                    out,
+                    "bisection bandwidth {:.3} Gb/s",
+                    t.bisection_bandwidth_bps() as f64 / 1e9
+                );
                 let _ = writeln!(out, "route table {} KiB", built.routes.memory_bytes() / 1024);
                 let text = fabrics::topology::dot::to_dot(t);
                 match dot {

@@ -86,7 +86,10 @@ mod tests {
 
     #[test]
     fn path_parsing() {
-        assert_eq!(parse_path("a[2][3].b").unwrap(), vec![Seg::Key("a"), Seg::Index(2), Seg::Index(3), Seg::Key("b")]);
+        assert_eq!(
+            parse_path("a[2][3].b").unwrap(),
+            vec![Seg::Key("a"), Seg::Index(2), Seg::Index(3), Seg::Key("b")]
+        );
         assert!(parse_path("a[x]").is_none());
     }
 }

@@ -16,7 +16,10 @@ fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(&level))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let fancy = std::io::stderr().is_terminal();
     let code = scenarios::cli::run(args, &mut std::io::stdout(), &mut std::io::stderr(), fancy);
     ExitCode::from(code as u8)

@@ -158,7 +158,11 @@ pub fn port_rows<'a>(fabric: &'a Fabric, topo: &'a Topology, end: SimTime) -> Ve
                 port_index: i as u32 - base[p.node as usize],
                 peer: names[p.peer_node as usize],
                 mean_queue_bytes: p.stats.queue_bytes.mean_until(end),
-                utilisation: if end.ps() == 0 { 0.0 } else { (busy_ps as f64 / end.ps() as f64).min(1.0) },
+                utilisation: if end.ps() == 0 {
+                    0.0
+                } else {
+                    (busy_ps as f64 / end.ps() as f64).min(1.0)
+                },
             }
         })
         .collect()
@@ -169,7 +173,9 @@ pub fn hotspots(rows: &[PortRow<'_>], n: usize) -> Vec<Hotspot> {
     let mut idx: Vec<usize> = (0..rows.len()).collect();
     idx.sort_by(|&a, &b| {
         let (ra, rb) = (&rows[a], &rows[b]);
-        rb.port.stats.drops
+        rb.port
+            .stats
+            .drops
             .cmp(&ra.port.stats.drops)
             .then(rb.mean_queue_bytes.total_cmp(&ra.mean_queue_bytes))
             .then(rb.port.stats.queue_bytes.max().cmp(&ra.port.stats.queue_bytes.max()))
@@ -208,8 +214,13 @@ pub fn summarize(
         let host_node = topo.hosts[r.src as usize].index();
         fabric.ports()[fabric.port_base()[host_node] as usize].rate.get() as f64
     };
-    let goodputs: Vec<(f64, f64)> = recs.iter().filter_map(|r| r.goodput_bps().map(|g| (g, g / line_rate(r)))).collect();
-    let mean = |f: fn(&(f64, f64)) -> f64| (!goodputs.is_empty()).then(|| goodputs.iter().map(f).sum::<f64>() / goodputs.len() as f64);
+    let goodputs: Vec<(f64, f64)> = recs
+        .iter()
+        .filter_map(|r| r.goodput_bps().map(|g| (g, g / line_rate(r))))
+        .collect();
+    let mean = |f: fn(&(f64, f64)) -> f64| {
+        (!goodputs.is_empty()).then(|| goodputs.iter().map(f).sum::<f64>() / goodputs.len() as f64)
+    };
     Summary {
         schema: SUMMARY_SCHEMA,
         scenario: meta,
@@ -244,7 +255,11 @@ pub fn summarize(
         packet_latency_ns: Percentiles::of(fabric.packet_latency()),
         fct_ns: Percentiles::of(fabric.fct()),
         throughput: Throughput {
-            delivered_gbps: if end.ps() == 0 { 0.0 } else { t.payload_bytes_delivered as f64 * 8.0 / end.ps() as f64 * 1000.0 },
+            delivered_gbps: if end.ps() == 0 {
+                0.0
+            } else {
+                t.payload_bytes_delivered as f64 * 8.0 / end.ps() as f64 * 1000.0
+            },
             mean_flow_gbps: mean(|g| g.0 / 1e9),
             mean_flow_fraction_of_line_rate: mean(|g| g.1),
         },
@@ -339,7 +354,8 @@ pub fn hdr_log(h: &LatencyHistogram, tag: &str, end: SimTime) -> Result<Vec<u8>,
         .map_err(|e| e.to_string())?;
     let tag = Tag::new(tag).ok_or("invalid histogram tag")?;
     let dur = std::time::Duration::from_nanos(end.ps() / 1000);
-    w.write_histogram(h.inner(), std::time::Duration::ZERO, dur, Some(tag)).map_err(|e| format!("{e:?}"))?;
+    w.write_histogram(h.inner(), std::time::Duration::ZERO, dur, Some(tag))
+        .map_err(|e| format!("{e:?}"))?;
     drop(w);
     Ok(out)
 }
@@ -362,19 +378,40 @@ pub fn terminal_table(s: &Summary) -> String {
         f(Some(s.run.sim_time_ns)),
         s.run.events,
         s.run.link_hops,
-        if s.run.complete { "" } else { "  (PARTIAL: a budget ran out)" }
+        if s.run.complete {
+            ""
+        } else {
+            "  (PARTIAL: a budget ran out)"
+        }
     );
     let _ = writeln!(o);
-    let _ = writeln!(o, "{:<16}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}", "", "p50", "p90", "p99", "p99.9", "max", "count");
+    let _ = writeln!(
+        o,
+        "{:<16}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}",
+        "", "p50", "p90", "p99", "p99.9", "max", "count"
+    );
     for (name, p) in [("packet latency", &s.packet_latency_ns), ("flow compl.", &s.fct_ns)] {
-        let _ = writeln!(o, "{:<16}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}", name, f(p.p50), f(p.p90), f(p.p99), f(p.p999), f(p.max), p.count);
+        let _ = writeln!(
+            o,
+            "{:<16}{:>12}{:>12}{:>12}{:>12}{:>12}{:>12}",
+            name,
+            f(p.p50),
+            f(p.p90),
+            f(p.p99),
+            f(p.p999),
+            f(p.max),
+            p.count
+        );
     }
     let _ = writeln!(o);
     let _ = writeln!(
         o,
         "throughput {:.3} Gb/s delivered; mean flow goodput {}",
         s.throughput.delivered_gbps,
-        match (s.throughput.mean_flow_gbps, s.throughput.mean_flow_fraction_of_line_rate) {
+        match (
+            s.throughput.mean_flow_gbps,
+            s.throughput.mean_flow_fraction_of_line_rate
+        ) {
             (Some(g), Some(fr)) => format!("{g:.3} Gb/s ({:.1}% of line rate)", fr * 100.0),
             _ => "-".into(),
         }
@@ -387,12 +424,21 @@ pub fn terminal_table(s: &Summary) -> String {
     if !s.hotspots.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "most congested ports");
-        let _ = writeln!(o, "  {:<14}{:<14}{:>10}{:>14}{:>14}{:>8}", "port", "to", "drops", "mean queue", "max queue", "util");
+        let _ = writeln!(
+            o,
+            "  {:<14}{:<14}{:>10}{:>14}{:>14}{:>8}",
+            "port", "to", "drops", "mean queue", "max queue", "util"
+        );
         for h in &s.hotspots {
             let _ = writeln!(
                 o,
                 "  {:<14}{:<14}{:>10}{:>13.0}B{:>13}B{:>7.1}%",
-                h.node, h.peer, h.drops, h.mean_queue_bytes, h.max_queue_bytes, h.utilisation * 100.0
+                h.node,
+                h.peer,
+                h.drops,
+                h.mean_queue_bytes,
+                h.max_queue_bytes,
+                h.utilisation * 100.0
             );
         }
     }

@@ -65,9 +65,18 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         seed: sc.seed,
         resolved_sha256: sha.iter().map(|b| format!("{b:02x}")).collect(),
     };
-    let out_dir = opts.out_dir.clone().unwrap_or_else(|| Path::new("results").join(sanitize(&sc.name)));
+    let out_dir = opts
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| Path::new("results").join(sanitize(&sc.name)));
 
-    let Built { topology, routes, engine, flows, limits } = built;
+    let Built {
+        topology,
+        routes,
+        engine,
+        flows,
+        limits,
+    } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
     let mut fabric = Fabric::new(&topology, routes, engine, flows).map_err(|e| RunError::Engine {
         file: loaded.file.clone(),
@@ -98,11 +107,23 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         ("scenario.resolved.toml", resolved.into_bytes()),
         ("flows.csv", report::flows_csv(&fabric).into_bytes()),
         ("ports.csv", report::ports_csv(&fabric, &topology, end).into_bytes()),
-        ("packet_latency_percentiles.csv", report::percentile_table(fabric.packet_latency()).into_bytes()),
-        ("fct_percentiles.csv", report::percentile_table(fabric.fct()).into_bytes()),
+        (
+            "packet_latency_percentiles.csv",
+            report::percentile_table(fabric.packet_latency()).into_bytes(),
+        ),
+        (
+            "fct_percentiles.csv",
+            report::percentile_table(fabric.fct()).into_bytes(),
+        ),
     ];
-    let out_err = |m: String| RunError::Output { path: out_dir.display().to_string(), message: m };
-    files.push(("packet_latency.hlog", report::hdr_log(fabric.packet_latency(), "packet_latency", end).map_err(out_err)?));
+    let out_err = |m: String| RunError::Output {
+        path: out_dir.display().to_string(),
+        message: m,
+    };
+    files.push((
+        "packet_latency.hlog",
+        report::hdr_log(fabric.packet_latency(), "packet_latency", end).map_err(out_err)?,
+    ));
     files.push(("fct.hlog", report::hdr_log(fabric.fct(), "fct", end).map_err(out_err)?));
     let timing = serde_json::json!({
         "note": "wall-clock figures: the only file of a results directory that differs between identical runs",
@@ -112,8 +133,15 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         "link_hops_per_second": fabric.totals().link_hops as f64 / report.wall_elapsed.as_secs_f64().max(1e-9),
     });
     files.push(("timing.json", serde_json::to_vec_pretty(&timing).unwrap_or_default()));
-    write_dir_atomically(&out_dir, &files).map_err(|e| RunError::Output { path: out_dir.display().to_string(), message: e.to_string() })?;
-    Ok(RunOutput { summary, out_dir, report })
+    write_dir_atomically(&out_dir, &files).map_err(|e| RunError::Output {
+        path: out_dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(RunOutput {
+        summary,
+        out_dir,
+        report,
+    })
 }
 
 fn to_json(s: &Summary) -> Vec<u8> {
@@ -124,15 +152,30 @@ fn to_json(s: &Summary) -> Vec<u8> {
 
 /// Keeps a scenario name usable as a directory name.
 fn sanitize(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     if s.is_empty() { "unnamed".into() } else { s }
 }
 
 /// Writes `files` into a fresh temporary sibling of `dir`, then swaps it into place.
 fn write_dir_atomically(dir: &Path, files: &[(&str, Vec<u8>)]) -> std::io::Result<()> {
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "results".into());
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
     let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;

@@ -56,7 +56,11 @@ pub struct LinkSpec {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TopologySpec {
     /// 3-tier k-ary fat-tree: k^3/4 hosts, 5k^2/4 switches.
-    FatTree { k: u32, host_link: LinkSpec, fabric_link: LinkSpec },
+    FatTree {
+        k: u32,
+        host_link: LinkSpec,
+        fabric_link: LinkSpec,
+    },
     /// 2-tier leaf-spine. Give either `spines` or `oversubscription` (e.g. "2:1").
     LeafSpine {
         leaves: u32,
@@ -69,7 +73,12 @@ pub enum TopologySpec {
         fabric_link: LinkSpec,
     },
     /// Sized like a real cluster: host count and switch radix give the fewest tiers that fit.
-    Sized { hosts: u32, radix: u32, host_link: LinkSpec, fabric_link: LinkSpec },
+    Sized {
+        hosts: u32,
+        radix: u32,
+        host_link: LinkSpec,
+        fabric_link: LinkSpec,
+    },
     /// Hosts and switches listed by hand.
     Custom {
         hosts: u32,
@@ -258,6 +267,8 @@ fn default_hotspots() -> u32 {
 
 impl Default for OutputSpec {
     fn default() -> Self {
-        OutputSpec { hotspots: default_hotspots() }
+        OutputSpec {
+            hotspots: default_hotspots(),
+        }
     }
 }

@@ -19,9 +19,7 @@ pub struct Pipe<T> {
 
 impl<T> Default for Pipe<T> {
     fn default() -> Self {
-        Pipe {
-            ring: VecDeque::new(),
-        }
+        Pipe { ring: VecDeque::new() }
     }
 }
 

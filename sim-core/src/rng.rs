@@ -52,12 +52,32 @@ mod tests {
     #[test]
     fn streams_are_independent_and_reproducible() {
         let s = RngStreams::new(42);
-        let a1: Vec<u64> = (0..4).map({ let mut r = s.stream(1); move |_| r.next_u64() }).collect();
-        let a2: Vec<u64> = (0..4).map({ let mut r = s.stream(1); move |_| r.next_u64() }).collect();
-        let b: Vec<u64> = (0..4).map({ let mut r = s.stream(2); move |_| r.next_u64() }).collect();
+        let a1: Vec<u64> = (0..4)
+            .map({
+                let mut r = s.stream(1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let a2: Vec<u64> = (0..4)
+            .map({
+                let mut r = s.stream(1);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = s.stream(2);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a1, a2);
         assert_ne!(a1, b);
-        let c: Vec<u64> = (0..4).map({ let mut r = RngStreams::new(43).stream(1); move |_| r.next_u64() }).collect();
+        let c: Vec<u64> = (0..4)
+            .map({
+                let mut r = RngStreams::new(43).stream(1);
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_ne!(a1, c);
     }
 

@@ -196,13 +196,22 @@ mod tests {
     fn start() -> (Ticker, Scheduler<()>) {
         let mut s = Scheduler::new(1);
         s.schedule(SimTime(0), Origin(0), ());
-        (Ticker { ticks: 0, stop_after: None }, s)
+        (
+            Ticker {
+                ticks: 0,
+                stop_after: None,
+            },
+            s,
+        )
     }
 
     #[test]
     fn end_time_stops_cleanly() {
         let (mut m, mut s) = start();
-        let lim = RunLimits { end_time: Some(SimTime(95)), ..Default::default() };
+        let lim = RunLimits {
+            end_time: Some(SimTime(95)),
+            ..Default::default()
+        };
         let r = run(&mut m, &mut s, &lim, |_| ControlFlow::Continue(()));
         assert_eq!(r.outcome, RunOutcome::EndTime);
         assert_eq!(m.ticks, 10); // t = 0, 10, ..., 90
@@ -212,7 +221,10 @@ mod tests {
     #[test]
     fn event_budget_is_an_outcome() {
         let (mut m, mut s) = start();
-        let lim = RunLimits { max_events: Some(1000), ..Default::default() };
+        let lim = RunLimits {
+            max_events: Some(1000),
+            ..Default::default()
+        };
         let r = run(&mut m, &mut s, &lim, |_| ControlFlow::Continue(()));
         assert_eq!(r.outcome, RunOutcome::EventBudget);
         assert_eq!(r.events, 1000);
@@ -222,12 +234,19 @@ mod tests {
     #[test]
     fn progress_can_stop_and_model_can_finish() {
         let (mut m, mut s) = start();
-        let lim = RunLimits { progress_every_events: 7, ..Default::default() };
+        let lim = RunLimits {
+            progress_every_events: 7,
+            ..Default::default()
+        };
         let mut calls = 0;
         let r = run(&mut m, &mut s, &lim, |p| {
             calls += 1;
             assert_eq!(p.events % 7, 0);
-            if calls == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+            if calls == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         });
         assert_eq!(r.outcome, RunOutcome::Stopped);
         assert_eq!(r.events, 21);

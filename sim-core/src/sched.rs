@@ -76,11 +76,7 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
             ),
         };
         let seq = *slot;
-        assert!(
-            seq < (1 << SEQ_BITS),
-            "origin {} scheduled 2^40 events",
-            origin.0
-        );
+        assert!(seq < (1 << SEQ_BITS), "origin {} scheduled 2^40 events", origin.0);
         *slot = seq + 1;
         self.queue.push(Entry {
             key: Key::new(at, origin.0, seq),

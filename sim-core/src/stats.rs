@@ -32,8 +32,7 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     pub fn new() -> Self {
         LatencyHistogram {
-            hist: Histogram::new_with_bounds(1, HIST_MAX_PS, HIST_SIGFIG)
-                .expect("static histogram bounds are valid"),
+            hist: Histogram::new_with_bounds(1, HIST_MAX_PS, HIST_SIGFIG).expect("static histogram bounds are valid"),
             clamped: 0,
             sum_ps: 0,
         }
@@ -46,9 +45,7 @@ impl LatencyHistogram {
             self.clamped += 1;
         }
         self.sum_ps += d.ps() as u128;
-        self.hist
-            .record(v)
-            .expect("value clamped into the histogram's range");
+        self.hist.record(v).expect("value clamped into the histogram's range");
     }
 
     pub fn count(&self) -> u64 {

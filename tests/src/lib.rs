@@ -10,11 +10,16 @@ use std::path::PathBuf;
 
 /// Path of a shipped scenario in `scenarios/catalogue/`.
 pub fn catalogue(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/catalogue").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/catalogue")
+        .join(name)
 }
 
 pub fn link(gbps: u64, delay_ns: u64) -> LinkInfo {
-    LinkInfo { rate: BitsPerSec::from_gbps(gbps), delay: Duration::from_ns(delay_ns) }
+    LinkInfo {
+        rate: BitsPerSec::from_gbps(gbps),
+        delay: Duration::from_ns(delay_ns),
+    }
 }
 
 /// Builds the engine for `topo` with ECMP routes and runs it to completion (or `limits`).

@@ -1,9 +1,9 @@
 //! Exact timing of the packet engine against closed-form results (tolerance: 0 ps).
 
-use fabricsim_tests::{link, run};
-use fabrics::engine::{EngineConfig, ETHERNET_ROCE_HEADER_BYTES};
+use fabrics::engine::{ETHERNET_ROCE_HEADER_BYTES, EngineConfig};
 use fabrics::topology::Topology;
 use fabrics::traffic::FlowSpec;
+use fabricsim_tests::{link, run};
 use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, RunOutcome, SimTime, serialization_time};
 
 fn ser(bytes: u64, gbps: u64) -> u64 {
@@ -16,10 +16,18 @@ fn one_flow_over_one_link_is_exact() {
     let mut t = Topology::new("two hosts, one cable");
     let (a, b) = (t.add_host("h0", None), t.add_host("h1", None));
     t.add_link(a, b, link(100, 1_000));
-    let cfg = EngineConfig { mtu_bytes: 4096, ..Default::default() };
+    let cfg = EngineConfig {
+        mtu_bytes: 4096,
+        ..Default::default()
+    };
     // 10 full packets and one of 1000 B.
     let size = 10 * 4096 + 1000;
-    let flows = vec![FlowSpec { src: 0, dst: 1, size: Bytes(size), start: SimTime(0) }];
+    let flows = vec![FlowSpec {
+        src: 0,
+        dst: 1,
+        size: Bytes(size),
+        start: SimTime(0),
+    }];
     let (f, r) = run(&t, cfg, flows, RunLimits::default());
     assert_eq!(r.outcome, RunOutcome::Finished);
     let h = ETHERNET_ROCE_HEADER_BYTES as u64;
@@ -47,12 +55,24 @@ fn packet_across_hops_is_exact() {
         t.add_link(chain[i], chain[i + 1], link(rates[i], delays_ns[i]));
     }
     let lat = Duration::from_ns(300);
-    let cfg = EngineConfig { switch_latency: lat, header_bytes: 48, ..Default::default() };
-    let flows = vec![FlowSpec { src: 0, dst: 1, size: Bytes(1000), start: SimTime(7) }];
+    let cfg = EngineConfig {
+        switch_latency: lat,
+        header_bytes: 48,
+        ..Default::default()
+    };
+    let flows = vec![FlowSpec {
+        src: 0,
+        dst: 1,
+        size: Bytes(1000),
+        start: SimTime(7),
+    }];
     let (f, _) = run(&t, cfg, flows, RunLimits::default());
     let want: u64 = (0..4).map(|i| ser(1048, rates[i]) + delays_ns[i] * 1000).sum::<u64>() + 3 * lat.ps();
     assert_eq!(f.flow_records()[0].fct_ps(), Some(want));
     let p = f.packet_latency().max_ps().unwrap() as f64;
-    assert!((p - want as f64).abs() / (want as f64) < 1e-3, "histogram within 0.1%: {p} vs {want}");
+    assert!(
+        (p - want as f64).abs() / (want as f64) < 1e-3,
+        "histogram within 0.1%: {p} vs {want}"
+    );
     assert_eq!(f.totals().link_hops, 4);
 }

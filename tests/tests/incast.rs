@@ -8,11 +8,11 @@
 //! one byte less drops exactly one packet (the last arrival of the last batch).
 //! (Same-instant rule: the engine handles a departure before arrivals, see `engine` docs.)
 
-use fabricsim_tests::{link, run};
 use fabrics::engine::EngineConfig;
 use fabrics::models::{AnyBuffer, PerPortTailDrop};
 use fabrics::topology::Topology;
 use fabrics::traffic::FlowSpec;
+use fabricsim_tests::{link, run};
 use sim_core::{Bytes, Duration, RunLimits, SimTime};
 
 const N: u32 = 8;
@@ -37,12 +37,22 @@ fn incast(buffer_bytes: u64, limits: RunLimits) -> fabrics::engine::Fabric {
         buffer: AnyBuffer::PerPortTailDrop(PerPortTailDrop { buffer_bytes }),
         ..Default::default()
     };
-    let flows = (1..=N).map(|s| FlowSpec { src: s, dst: 0, size: Bytes(M * MTU), start: SimTime(0) }).collect();
+    let flows = (1..=N)
+        .map(|s| FlowSpec {
+            src: s,
+            dst: 0,
+            size: Bytes(M * MTU),
+            start: SimTime(0),
+        })
+        .collect();
     run(&star(), cfg, flows, limits).0
 }
 
 fn egress_to_receiver(f: &fabrics::engine::Fabric) -> &fabrics::engine::Port {
-    f.ports().iter().find(|p| p.peer_node == 0 && p.node == N + 1).expect("switch port toward h0")
+    f.ports()
+        .iter()
+        .find(|p| p.peer_node == 0 && p.node == N + 1)
+        .expect("switch port toward h0")
 }
 
 #[test]
@@ -73,11 +83,18 @@ fn drops_start_exactly_when_the_buffer_is_exceeded() {
 #[test]
 fn bytes_are_conserved_mid_run_and_at_the_end() {
     for end_ns in [1_000, 5_000, 12_345, 1_000_000] {
-        let limits = RunLimits { end_time: Some(SimTime::ZERO + Duration::from_ns(end_ns)), ..Default::default() };
+        let limits = RunLimits {
+            end_time: Some(SimTime::ZERO + Duration::from_ns(end_ns)),
+            ..Default::default()
+        };
         let f = incast(30 * (MTU + HEADER), limits);
         let t = f.totals();
         let in_net = f.packets_in_network();
-        assert_eq!(t.packets_injected, t.packets_delivered + t.packets_dropped + in_net, "at {end_ns} ns: {t:?}");
+        assert_eq!(
+            t.packets_injected,
+            t.packets_delivered + t.packets_dropped + in_net,
+            "at {end_ns} ns: {t:?}"
+        );
         let in_net_bytes: u64 = t.payload_bytes_injected - t.payload_bytes_delivered - t.payload_bytes_dropped;
         assert_eq!(in_net_bytes, in_net * MTU, "payload bytes in flight at {end_ns} ns");
         if end_ns == 1_000 {

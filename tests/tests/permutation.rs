@@ -17,19 +17,24 @@
 //! 3. the simulated mean over 4 seeds is within 0.05 of 0.478: 2 sd of a 4-seed mean (0.022)
 //!    plus the bound of check 2.
 
-use fabricsim_tests::{catalogue, max_min_rates};
 use fabrics::engine::Fabric;
+use fabricsim_tests::{catalogue, max_min_rates};
 use scenarios::build::load;
 use sim_core::{RunLimits, WheelQueue};
 use std::ops::ControlFlow;
 
 /// (max-min mean of the run's paths, simulated mean goodput), both as fractions of line rate.
 fn run_seed(seed: u64) -> (f64, f64) {
-    let loaded = load(&catalogue("fat_tree_k8_permutation.toml")).unwrap().with_seed(Some(seed));
+    let loaded = load(&catalogue("fat_tree_k8_permutation.toml"))
+        .unwrap()
+        .with_seed(Some(seed));
     let b = loaded.build().unwrap();
     let mut f = Fabric::new(&b.topology, b.routes, b.engine, b.flows).unwrap();
     let mut s = f.scheduler::<WheelQueue<_>>();
-    let limits = RunLimits { end_time: b.limits.end_time, ..Default::default() };
+    let limits = RunLimits {
+        end_time: b.limits.end_time,
+        ..Default::default()
+    };
     let r = sim_core::run(&mut f, &mut s, &limits, |_| ControlFlow::Continue(()));
     assert!(r.outcome.is_complete(), "{:?}", r.outcome);
     assert_eq!(f.totals().packets_dropped, 0, "deep buffers: no drops");

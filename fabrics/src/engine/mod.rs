@@ -7,7 +7,7 @@
 //! 2. Starting a transmission at `t` puts the packet into the port's [`Pipe`] with arrival time
 //!    `t + serialization + propagation + peer latency` (store-and-forward: the packet joins the
 //!    next queue only when its last bit is in and the switch has handled it).
-//!    Only the pipe's head is in the scheduler ([`Ev::Arrive`]).
+//!    Only the pipe's head is in the scheduler ([`Ev::Arrive`]); see [`sim_core::Pipe`].
 //! 3. At a switch the packet is routed (ECMP over the next-hop set, per-flow hash with a
 //!    per-switch seed) to an egress port, offered to the buffer model (tail drop here) and
 //!    queued; an idle port starts sending at once.
@@ -37,7 +37,7 @@ use crate::models::{AnyBuffer, AnyCc, AnyFlowControl, AnyMarking, BufferModel, F
 use crate::routing::{Routes, ecmp_pick, flow_hash};
 use crate::topology::{NodeKind, Topology};
 use crate::traffic::FlowSpec;
-use sim_core::{EventQueue, LatencyHistogram, Model, Origin, Pipe, RngStreams, Scheduler, SimTime, rng};
+use sim_core::{EventQueue, LatencyHistogram, Model, Origin, RngStreams, Scheduler, SimTime, rng};
 use std::collections::VecDeque;
 
 /// The engine's event record: 8 bytes, ids into the engine's arrays.
@@ -70,12 +70,18 @@ impl std::fmt::Display for EngineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             EngineError::UnknownHost { flow, host, n_hosts } => {
-                write!(f, "flow {flow} uses host {host}, but the topology has {n_hosts} hosts (0..{n_hosts})")
+                write!(
+                    f,
+                    "flow {flow} uses host {host}, but the topology has {n_hosts} hosts (0..{n_hosts})"
+                )
             }
             EngineError::BadConfig(m) => write!(f, "invalid engine configuration: {m}"),
             EngineError::TooLarge(m) => write!(f, "fabric too large: {m}"),
             EngineError::Unroutable { flow, src, dst } => {
-                write!(f, "flow {flow}: no route from host {src} to host {dst} (the topology does not connect them)")
+                write!(
+                    f,
+                    "flow {flow}: no route from host {src} to host {dst} (the topology does not connect them)"
+                )
             }
         }
     }
@@ -102,6 +108,7 @@ struct Nic {
 
 /// An instantiated fabric: everything the hot path touches, in flat arrays.
 pub struct Fabric {
+    /// The configuration as given (the live, stateful models are the fields below).
     cfg: EngineConfig,
     /// First port id of each node; node `n` owns ports `port_base[n]..port_base[n+1]`.
     port_base: Vec<u32>,
@@ -130,18 +137,33 @@ pub struct Fabric {
 impl Fabric {
     /// Freezes `topo` and `routes` into flat arrays and prepares `flows` (any order; they are
     /// sorted by start time, then source, destination and size).
-    pub fn new(topo: &Topology, routes: Routes, cfg: EngineConfig, mut flows: Vec<FlowSpec>) -> Result<Fabric, EngineError> {
+    pub fn new(
+        topo: &Topology,
+        routes: Routes,
+        cfg: EngineConfig,
+        mut flows: Vec<FlowSpec>,
+    ) -> Result<Fabric, EngineError> {
         if cfg.mtu_bytes == 0 || cfg.mtu_bytes > MAX_MTU_BYTES {
-            return Err(EngineError::BadConfig(format!("mtu {} B is outside 1..={MAX_MTU_BYTES}", cfg.mtu_bytes)));
+            return Err(EngineError::BadConfig(format!(
+                "mtu {} B is outside 1..={MAX_MTU_BYTES}",
+                cfg.mtu_bytes
+            )));
         }
         if cfg.header_bytes > MAX_MTU_BYTES {
-            return Err(EngineError::BadConfig(format!("header {} B exceeds {MAX_MTU_BYTES}", cfg.header_bytes)));
+            return Err(EngineError::BadConfig(format!(
+                "header {} B exceeds {MAX_MTU_BYTES}",
+                cfg.header_bytes
+            )));
         }
         let n_hosts = topo.n_hosts();
         for (i, f) in flows.iter().enumerate() {
             for h in [f.src, f.dst] {
                 if h as usize >= n_hosts {
-                    return Err(EngineError::UnknownHost { flow: i, host: h, n_hosts });
+                    return Err(EngineError::UnknownHost {
+                        flow: i,
+                        host: h,
+                        n_hosts,
+                    });
                 }
             }
         }
@@ -170,7 +192,9 @@ impl Fabric {
         let n_ports = acc;
         let origins = 2u64 * n_ports as u64 + n_hosts as u64 + 1;
         if origins > sim_core::queue::MAX_ORIGINS as u64 {
-            return Err(EngineError::TooLarge(format!("{n_ports} ports and {n_hosts} hosts exceed the scheduler's origin space")));
+            return Err(EngineError::TooLarge(format!(
+                "{n_ports} ports and {n_hosts} hosts exceed the scheduler's origin space"
+            )));
         }
         // The port at the far end of edge `e` seen from node `n`: find `e` among the peer's ports.
         let mut ports = Vec::with_capacity(n_ports as usize);
@@ -181,7 +205,11 @@ impl Fabric {
                     .iter()
                     .position(|&(e, _)| e == edge)
                     .expect("an edge appears in both endpoints' port lists");
-                let peer_latency = if is_host[peer.index()] { sim_core::Duration::ZERO } else { cfg.switch_latency };
+                let peer_latency = if is_host[peer.index()] {
+                    sim_core::Duration::ZERO
+                } else {
+                    cfg.switch_latency
+                };
                 ports.push(Port::new(
                     ni as u32,
                     peer.index() as u32,
@@ -200,7 +228,10 @@ impl Fabric {
         for &h in &topo.hosts {
             let base = port_base[h.index()];
             if port_base[h.index() + 1] == base {
-                return Err(EngineError::BadConfig(format!("host {} has no link", topo.graph[h].name)));
+                return Err(EngineError::BadConfig(format!(
+                    "host {} has no link",
+                    topo.graph[h].name
+                )));
             }
             nics.push(Nic {
                 port: base,
@@ -246,7 +277,11 @@ impl Fabric {
         for i in 0..fabric.flows.len() {
             if fabric.try_flow_path(i as u32).is_none() {
                 let f = &fabric.flows[i];
-                return Err(EngineError::Unroutable { flow: i, src: f.src, dst: f.dst });
+                return Err(EngineError::Unroutable {
+                    flow: i,
+                    src: f.src,
+                    dst: f.dst,
+                });
             }
         }
         Ok(fabric)
@@ -357,7 +392,14 @@ impl Fabric {
         let queued = port.queued_bytes;
         port.stats.queue_bytes.set(now, queued);
         let ingress_port = self.packets.get(id).ingress_port;
-        self.buffer.on_dequeue(QueueView { port: p, ingress_port, queued_bytes: queued }, wire);
+        self.buffer.on_dequeue(
+            QueueView {
+                port: p,
+                ingress_port,
+                queued_bytes: queued,
+            },
+            wire,
+        );
         if self.marking.mark_on_dequeue(p, queued) {
             self.packets.get_mut(id).marked = true;
         }
@@ -376,7 +418,11 @@ impl Fabric {
         let now = s.now();
         let pkt = *self.packets.get(id);
         let port = &self.ports[p as usize];
-        let view = QueueView { port: p, ingress_port: pkt.ingress_port, queued_bytes: port.queued_bytes };
+        let view = QueueView {
+            port: p,
+            ingress_port: pkt.ingress_port,
+            queued_bytes: port.queued_bytes,
+        };
         if !self.buffer.admit(view, pkt.wire_bytes) {
             let port = &mut self.ports[p as usize];
             port.stats.drops += 1;
@@ -434,7 +480,11 @@ impl Fabric {
     fn route(&self, node: u32, dst: u32, flow_hash: u64) -> u32 {
         let hops = self.routes.next_hops(node, dst);
         debug_assert!(!hops.is_empty(), "no route from node {node} to host {dst}");
-        let pick = if hops.len() == 1 { 0 } else { ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]) };
+        let pick = if hops.len() == 1 {
+            0
+        } else {
+            ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize])
+        };
         self.port_base[node as usize] + hops[pick] as u32
     }
 
@@ -485,7 +535,8 @@ impl Fabric {
     /// The egress ports flow `flow` crosses, source NIC first, following the same ECMP
     /// choices as its packets. For validation (e.g. max-min fair shares) and path reports.
     pub fn flow_path(&self, flow: u32) -> Vec<u32> {
-        self.try_flow_path(flow).expect("flows are checked to be routable when the fabric is built")
+        self.try_flow_path(flow)
+            .expect("flows are checked to be routable when the fabric is built")
     }
 
     /// [`Fabric::flow_path`], or `None` when the flow's packets would reach a dead end, the
@@ -540,7 +591,3 @@ impl Model for Fabric {
         self.totals.flows_completed as usize == self.flows.len()
     }
 }
-
-/// Keeps `Pipe` in the public vocabulary of this module's docs.
-#[allow(dead_code)]
-type LinkPipe = Pipe<u32>;

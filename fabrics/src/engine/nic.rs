@@ -22,7 +22,9 @@ impl Fabric {
         let n_active = self.nics[h as usize].active.len();
         let mut earliest = SimTime::MAX;
         for _ in 0..n_active {
-            let Some(f) = self.nics[h as usize].active.pop_front() else { break };
+            let Some(f) = self.nics[h as usize].active.pop_front() else {
+                break;
+            };
             let st = &self.flow_state[f as usize];
             if st.next_send_at > now {
                 earliest = earliest.min(st.next_send_at);

@@ -41,7 +41,14 @@ pub struct Port {
 }
 
 impl Port {
-    pub fn new(node: u32, peer_node: u32, peer_port: u32, rate: BitsPerSec, delay: Duration, peer_latency: Duration) -> Self {
+    pub fn new(
+        node: u32,
+        peer_node: u32,
+        peer_port: u32,
+        rate: BitsPerSec,
+        delay: Duration,
+        peer_latency: Duration,
+    ) -> Self {
         Port {
             node,
             peer_node,

@@ -78,7 +78,11 @@ mod tests {
     use super::*;
 
     fn view(queued_bytes: u64) -> QueueView {
-        QueueView { port: 0, ingress_port: 1, queued_bytes }
+        QueueView {
+            port: 0,
+            ingress_port: 1,
+            queued_bytes,
+        }
     }
 
     #[test]

@@ -85,7 +85,9 @@ mod tests {
 
     #[test]
     fn fixed_rate_paces_exactly() {
-        let mut cc = AnyCc::FixedRate(FixedRate { rate: BitsPerSec::from_gbps(50) });
+        let mut cc = AnyCc::FixedRate(FixedRate {
+            rate: BitsPerSec::from_gbps(50),
+        });
         // 1000 B at 50 Gb/s = 160 ns.
         let next = cc.on_send(SimTime(1_000), 1000);
         assert_eq!(next, SimTime(1_000 + 160_000));
