@@ -516,12 +516,21 @@ mod tests {
     }
 
     #[test]
-    fn try_ecmp_rejects_malformed() {
+    fn try_ecmp_rejects_malformed_and_accepts_host_pairs() {
         let mut t = Topology::new("bad");
+        let h0 = t.add_host("h0", None);
+        let s = t.add_switch("s", 0, None);
+        t.add_link(h0, s, link(1));
+        t.add_link(h0, s, link(1));
+        assert!(Routes::try_ecmp(&t).is_err(), "a host with two links");
+        // A back-to-back pair needs no route: no switch reaches either host.
+        let mut t = Topology::new("pair");
         let h0 = t.add_host("h0", None);
         let h1 = t.add_host("h1", None);
         t.add_link(h0, h1, link(1));
-        assert!(Routes::try_ecmp(&t).is_err());
+        let r = Routes::try_ecmp(&t).unwrap();
+        assert_eq!(r.host_leaf(1), NO_LEAF);
+        assert!(r.next_hops(h0.index() as u32, 1).is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub const DELAY_PER_METRE: Duration = Duration::from_ns(5);
 /// Default cable length when a link gives neither `delay` nor `cable_m`.
 pub const DEFAULT_CABLE_M: u32 = 1;
-/// Largest number of hosts a scenario may build (k=64 fat-tree: 65,536).
+/// Largest number of hosts a scenario may build (2^17; a k=64 fat-tree has 65,536).
 pub const MAX_HOSTS: u32 = 1 << 17;
 /// Largest number of flows a scenario may generate.
 pub const MAX_FLOWS: usize = 10_000_000;
@@ -61,7 +61,8 @@ pub struct Built {
 }
 
 impl Loaded {
-    fn err(&self, field: &str, message: impl Into<String>) -> ScenarioError {
+    /// An error about `field`, located in the scenario text.
+    pub fn err(&self, field: &str, message: impl Into<String>) -> ScenarioError {
         semantic_error(&self.file, &self.text, span_of(&self.text, field), field, message)
     }
 
@@ -228,9 +229,14 @@ impl Loaded {
                         ),
                     )
                 };
-                let (kind, idx) = name.split_at(name.len().min(1));
-                let idx: u32 = idx.parse().map_err(|_| bad())?;
-                match kind {
+                let mut chars = name.chars();
+                let kind = chars.next().map(String::from).unwrap_or_default();
+                let digits = chars.as_str();
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad());
+                }
+                let idx: u32 = digits.parse().map_err(|_| bad())?;
+                match kind.as_str() {
                     "h" if idx < hosts => Ok(hs[idx as usize]),
                     "s" if idx < switches => Ok(ss[idx as usize]),
                     _ => Err(bad()),
@@ -315,6 +321,9 @@ impl Loaded {
 
     fn build_flows(&self, n_hosts: u32) -> Result<Vec<FlowSpec>, ScenarioError> {
         let streams = RngStreams::new(self.scenario.scenario.seed);
+        if self.scenario.workload.is_empty() {
+            return Err(self.err("workload", "expected at least one [[workload]]"));
+        }
         let mut all = Vec::new();
         for (i, w) in self.scenario.workload.iter().enumerate() {
             let field = format!("workload[{i}]");
@@ -338,6 +347,9 @@ impl Loaded {
                     for (j, fl) in flows.iter().enumerate() {
                         check_host(fl.src, &format!("{field}.flows[{j}].src"))?;
                         check_host(fl.dst, &format!("{field}.flows[{j}].dst"))?;
+                        if fl.size.get().get() == 0 {
+                            return Err(self.err(&format!("{field}.flows[{j}].size"), "a flow carries at least 1 byte"));
+                        }
                         if fl.src == fl.dst {
                             return Err(self.err(
                                 &format!("{field}.flows[{j}].dst"),

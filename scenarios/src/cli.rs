@@ -70,8 +70,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            let _ = write!(err, "{}", e.render());
-            return if e.use_stderr() { 2 } else { 0 };
+            // --help and --version go to stdout (exit 0); usage errors to stderr (exit 2).
+            if e.use_stderr() {
+                let _ = write!(err, "{}", e.render());
+                return 2;
+            }
+            let _ = write!(out, "{}", e.render());
+            return 0;
         }
     };
     let fail = |e: RunError, err: &mut dyn Write| {

@@ -6,7 +6,7 @@
 use crate::build::{Built, Loaded, load};
 use crate::diag::ScenarioError;
 use crate::report::{self, ScenarioInfo, Summary};
-use fabrics::engine::Fabric;
+use fabrics::engine::{EngineError, Fabric};
 use sha2::{Digest, Sha256};
 use sim_core::{Progress, RunReport, WheelQueue};
 use std::ops::ControlFlow;
@@ -46,7 +46,26 @@ pub struct RunOutput {
 pub fn validate(path: &Path) -> Result<(Loaded, Built), RunError> {
     let loaded = load(path)?;
     let built = loaded.build()?;
+    check_routable(&loaded, &built)?;
     Ok((loaded, built))
+}
+
+/// Refuses, as a scenario error, flows that no route connects (custom topologies).
+fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
+    let probe = Fabric::new(
+        &built.topology,
+        built.routes.clone(),
+        built.engine.clone(),
+        built.flows.clone(),
+    );
+    match probe {
+        Err(e @ EngineError::Unroutable { .. }) => Err(loaded.err("topology", e.to_string()).into()),
+        Err(e) => Err(RunError::Engine {
+            file: loaded.file.clone(),
+            message: e.to_string(),
+        }),
+        Ok(_) => Ok(()),
+    }
 }
 
 /// Runs the scenario at `path` and writes its results directory.
@@ -78,9 +97,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
-    let mut fabric = Fabric::new(&topology, routes, engine, flows).map_err(|e| RunError::Engine {
-        file: loaded.file.clone(),
-        message: e.to_string(),
+    let mut fabric = Fabric::new(&topology, routes, engine, flows).map_err(|e| match e {
+        EngineError::Unroutable { .. } => RunError::Scenario(loaded.err("topology", e.to_string())),
+        e => RunError::Engine {
+            file: loaded.file.clone(),
+            message: e.to_string(),
+        },
     })?;
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
@@ -184,6 +206,12 @@ fn write_dir_atomically(dir: &Path, files: &[(&str, Vec<u8>)]) -> std::io::Resul
             std::fs::write(tmp.join(f), bytes)?;
         }
         if dir.exists() {
+            // Replace only a previous fabricsim results directory, never anything else.
+            if !dir.join("summary.json").is_file() {
+                return Err(std::io::Error::other(
+                    "the directory exists and is not a fabricsim results directory (no summary.json); choose another --out",
+                ));
+            }
             std::fs::remove_dir_all(dir)?;
         }
         std::fs::rename(&tmp, dir)

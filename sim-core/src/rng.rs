@@ -17,8 +17,8 @@ pub type SimRng = ChaCha8Rng;
 pub mod stream {
     /// Workload generation (flow arrivals, sizes, destinations).
     pub const WORKLOAD: u64 = 1 << 40;
-    /// Per-switch ECMP hash seeds.
-    pub const ECMP_SEEDS: u64 = (1 << 40) + 1;
+    /// Per-switch ECMP hash seeds (far from `WORKLOAD + i`, the per-workload streams).
+    pub const ECMP_SEEDS: u64 = 1 << 41;
 }
 
 /// The master seed of a run, from which every stream is derived.
