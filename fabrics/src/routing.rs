@@ -341,15 +341,8 @@ pub fn switch_seeds(n_nodes: usize, base_seed: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{LinkInfo, fat_tree, leaf_spine, sizing};
-    use sim_core::{BitsPerSec, Duration};
-
-    fn link(gbps: u64) -> LinkInfo {
-        LinkInfo {
-            rate: BitsPerSec::from_gbps(gbps),
-            delay: Duration::from_ns(500),
-        }
-    }
+    use crate::topology::test_link as link;
+    use crate::topology::{fat_tree, leaf_spine, sizing};
 
     /// BFS hop counts (in links) from `src` to every node, hosts not transit.
     fn bfs_links(topo: &Topology, src: NodeIndex) -> Vec<usize> {

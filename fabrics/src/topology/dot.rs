@@ -105,15 +105,8 @@ pub fn to_dot(topo: &Topology) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{LinkInfo, fat_tree, leaf_spine};
-    use sim_core::{BitsPerSec, Duration};
-
-    fn link(gbps: u64) -> LinkInfo {
-        LinkInfo {
-            rate: BitsPerSec::from_gbps(gbps),
-            delay: Duration::from_ns(500),
-        }
-    }
+    use crate::topology::test_link as link;
+    use crate::topology::{fat_tree, leaf_spine};
 
     #[test]
     fn fat_tree_dot_is_structurally_sound_and_stable() {

@@ -223,14 +223,7 @@ pub fn oversubscription_f64(topo: &Topology) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::topology::NodeKind;
-    use sim_core::{BitsPerSec, Duration};
-
-    fn link(gbps: u64) -> LinkInfo {
-        LinkInfo {
-            rate: BitsPerSec::from_gbps(gbps),
-            delay: Duration::from_ns(500),
-        }
-    }
+    use crate::topology::test_link as link;
 
     #[test]
     fn counts_ports_and_parallel_links() {

@@ -655,16 +655,19 @@ impl FlowNet {
     }
 }
 
+/// A test link of `gbps` with 500 ns of propagation, shared by the topology and routing tests.
+#[cfg(test)]
+pub(crate) fn test_link(gbps: u64) -> LinkInfo {
+    LinkInfo {
+        rate: BitsPerSec::from_gbps(gbps),
+        delay: Duration::from_ns(500),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_link as link;
     use super::*;
-
-    fn link(gbps: u64) -> LinkInfo {
-        LinkInfo {
-            rate: BitsPerSec::from_gbps(gbps),
-            delay: Duration::from_ns(500),
-        }
-    }
 
     #[test]
     fn ratio_reduces_and_orders_exactly() {

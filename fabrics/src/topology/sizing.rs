@@ -152,14 +152,8 @@ pub fn for_hosts(
 mod tests {
     use super::*;
     use crate::topology::Ratio;
+    use crate::topology::test_link as link;
     use sim_core::{BitsPerSec, Duration};
-
-    fn link(gbps: u64) -> LinkInfo {
-        LinkInfo {
-            rate: BitsPerSec::from_gbps(gbps),
-            delay: Duration::from_ns(500),
-        }
-    }
 
     fn build(n: u32, radix: u32) -> Topology {
         let t = for_hosts(n, radix, link(200), link(200)).unwrap();

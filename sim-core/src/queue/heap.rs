@@ -1,28 +1,7 @@
 //! The baseline queue: a binary min-heap on [`Key`].
 
-use super::{Entry, EventQueue, Key};
-use std::cmp::Ordering;
+use super::{Entry, EventQueue, Key, MinFirst};
 use std::collections::BinaryHeap;
-
-/// Heap item ordered so that `BinaryHeap` (a max-heap) pops the smallest key first.
-struct MinFirst<E>(Entry<E>);
-
-impl<E> PartialEq for MinFirst<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.key == other.0.key
-    }
-}
-impl<E> Eq for MinFirst<E> {}
-impl<E> PartialOrd for MinFirst<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for MinFirst<E> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.0.key.cmp(&self.0.key)
-    }
-}
 
 /// `std::collections::BinaryHeap` ordered by [`Key`].
 pub struct HeapQueue<E> {

@@ -17,6 +17,7 @@ pub use heap::HeapQueue;
 pub use wheel::WheelQueue;
 
 use crate::time::SimTime;
+use std::cmp::Ordering;
 
 /// Total order of scheduled events: `(time, origin, seq)`, see the crate docs for the rules.
 ///
@@ -55,6 +56,34 @@ impl Key {
 pub struct Entry<E> {
     pub key: Key,
     pub ev: E,
+}
+
+/// Heap item ordered so that `BinaryHeap` (a max-heap) pops the smallest key first. The key
+/// is compared as one `u128`, the same order as `Key`'s derived `(time, origin_seq)` order
+/// but without the branch between the two fields.
+pub(crate) struct MinFirst<E>(pub(crate) Entry<E>);
+
+#[inline]
+fn packed(k: Key) -> u128 {
+    ((k.time.0 as u128) << 64) | k.origin_seq as u128
+}
+
+impl<E> PartialEq for MinFirst<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+impl<E> Eq for MinFirst<E> {}
+impl<E> PartialOrd for MinFirst<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for MinFirst<E> {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        packed(other.0.key).cmp(&packed(self.0.key))
+    }
 }
 
 /// A future-event set. `pop` must return entries in increasing [`Key`] order given that no

@@ -41,8 +41,7 @@
 //!   lost on exponential increments, whose tail then spills into the overflow heap; 0.25 ns
 //!   was clearly slower.
 
-use super::{Entry, EventQueue, Key};
-use std::cmp::Ordering;
+use super::{Entry, EventQueue, Key, MinFirst};
 use std::collections::BinaryHeap;
 
 /// log2 of the bucket width in picoseconds: 2^10 ps = 1.024 ns.
@@ -52,34 +51,6 @@ const BUCKETS: usize = 4096;
 const MASK: usize = BUCKETS - 1;
 const WORDS: usize = BUCKETS / 64;
 const _: () = assert!(BUCKETS.is_power_of_two() && WORDS >= 1 && WORDS <= 64);
-
-/// Heap item ordered so that `BinaryHeap` (a max-heap) pops the smallest key first. The key
-/// is compared as one `u128`, the same order as `Key`'s derived `(time, origin_seq)` order
-/// but without the branch between the two fields.
-struct MinFirst<E>(Entry<E>);
-
-#[inline]
-fn packed(k: Key) -> u128 {
-    ((k.time.0 as u128) << 64) | k.origin_seq as u128
-}
-
-impl<E> PartialEq for MinFirst<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.key == other.0.key
-    }
-}
-impl<E> Eq for MinFirst<E> {}
-impl<E> PartialOrd for MinFirst<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for MinFirst<E> {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        packed(other.0.key).cmp(&packed(self.0.key))
-    }
-}
 
 #[inline]
 fn slot_of(k: Key) -> u64 {
