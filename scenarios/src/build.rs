@@ -21,6 +21,10 @@ pub const DEFAULT_CABLE_M: u32 = 1;
 pub const MAX_HOSTS: u32 = 1 << 17;
 /// Largest number of flows a scenario may generate.
 pub const MAX_FLOWS: usize = 10_000_000;
+/// Highest traffic class (IB service levels and Ethernet priorities fit in 0..=15).
+pub const MAX_CLASS: u8 = 15;
+/// Most `[[workload]]` entries one scenario may have (groups are numbered with `u16`).
+pub const MAX_WORKLOADS: usize = 4096;
 /// Longest simulated time a scenario may ask for (an hour).
 pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
 /// Largest size of a flow-size CDF file.
@@ -324,6 +328,12 @@ impl Loaded {
         if self.scenario.workload.is_empty() {
             return Err(self.err("workload", "expected at least one [[workload]]"));
         }
+        if self.scenario.workload.len() > MAX_WORKLOADS {
+            return Err(self.err(
+                "workload",
+                format!("expected at most {MAX_WORKLOADS} [[workload]] entries"),
+            ));
+        }
         let mut all = Vec::new();
         for (i, w) in self.scenario.workload.iter().enumerate() {
             let field = format!("workload[{i}]");
@@ -342,7 +352,7 @@ impl Loaded {
                 }
             };
             let mut flows = match w {
-                WorkloadSpec::Flows { flows } => {
+                WorkloadSpec::Flows { flows, .. } => {
                     let mut v = Vec::with_capacity(flows.len());
                     for (j, fl) in flows.iter().enumerate() {
                         check_host(fl.src, &format!("{field}.flows[{j}].src"))?;
@@ -361,11 +371,12 @@ impl Loaded {
                             dst: fl.dst,
                             size: fl.size.get(),
                             start: SimTime::ZERO + fl.start.get(),
+                            ..Default::default()
                         });
                     }
                     v
                 }
-                WorkloadSpec::Permutation { size, start } => {
+                WorkloadSpec::Permutation { size, start, .. } => {
                     let mut rng = streams.stream(stream::WORKLOAD + i as u64);
                     generators::permutation(n_hosts, size.get(), SimTime::ZERO + start.get(), &mut rng, limits)
                         .map_err(|e| self.err(&field, e.to_string()))?
@@ -376,6 +387,7 @@ impl Loaded {
                     n_senders,
                     size,
                     start,
+                    ..
                 } => {
                     check_host(*receiver, &format!("{field}.receiver"))?;
                     let senders: Vec<u32> = match (senders, n_senders) {
@@ -406,7 +418,9 @@ impl Loaded {
                     )
                     .map_err(|e| self.err(&field, e.to_string()))?
                 }
-                WorkloadSpec::Poisson { load, cdf, duration } => {
+                WorkloadSpec::Poisson {
+                    load, cdf, duration, ..
+                } => {
                     if !(*load > 0.0 && *load <= 1.0) {
                         return Err(self.err(
                             &format!("{field}.load"),
@@ -428,6 +442,17 @@ impl Loaded {
                         .map_err(|e| self.err(&field, e.to_string()))?
                 }
             };
+            let (_, class) = w.group();
+            if class > MAX_CLASS {
+                return Err(self.err(
+                    &format!("{field}.class"),
+                    format!("expected a class in 0..={MAX_CLASS}"),
+                ));
+            }
+            for f in &mut flows {
+                f.group = i as u16;
+                f.class = class;
+            }
             if all.len() + flows.len() > MAX_FLOWS {
                 return Err(self.err(&field, format!("the workloads generate more than {MAX_FLOWS} flows")));
             }

@@ -178,12 +178,26 @@ impl Default for BufferSpec {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// Flows listed by hand.
-    Flows { flows: Vec<FlowEntry> },
+    Flows {
+        flows: Vec<FlowEntry>,
+        /// Group name in results (default `workload<i>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
+        #[serde(default)]
+        class: u8,
+    },
     /// Every host sends one flow of `size` to a distinct host (a random derangement).
     Permutation {
         size: SizeSpec,
         #[serde(default = "zero_time")]
         start: TimeSpec,
+        /// Group name in results (default `workload<i>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
+        #[serde(default)]
+        class: u8,
     },
     /// N-to-1: `senders` (a list of hosts) or `n_senders` (the hosts after `receiver`,
     /// wrapping around) each send `size` to `receiver`.
@@ -196,10 +210,38 @@ pub enum WorkloadSpec {
         size: SizeSpec,
         #[serde(default = "zero_time")]
         start: TimeSpec,
+        /// Group name in results (default `workload<i>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
+        #[serde(default)]
+        class: u8,
     },
     /// Poisson flow arrivals at every host at `load` of its link rate, sizes drawn from a CDF
     /// file (path relative to the scenario file), uniform random destinations, for `duration`.
-    Poisson { load: f64, cdf: String, duration: TimeSpec },
+    Poisson {
+        load: f64,
+        cdf: String,
+        duration: TimeSpec,
+        /// Group name in results (default `workload<i>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
+        #[serde(default)]
+        class: u8,
+    },
+}
+
+impl WorkloadSpec {
+    /// The entry's `name` (if given) and traffic `class`.
+    pub fn group(&self) -> (Option<&str>, u8) {
+        match self {
+            WorkloadSpec::Flows { name, class, .. }
+            | WorkloadSpec::Permutation { name, class, .. }
+            | WorkloadSpec::Incast { name, class, .. }
+            | WorkloadSpec::Poisson { name, class, .. } => (name.as_deref(), *class),
+        }
+    }
 }
 
 fn zero_time() -> TimeSpec {

@@ -27,6 +27,7 @@ fn one_flow_over_one_link_is_exact() {
         dst: 1,
         size: Bytes(size),
         start: SimTime(0),
+        ..Default::default()
     }];
     let (f, r) = run(&t, cfg, flows, RunLimits::default());
     assert_eq!(r.outcome, RunOutcome::Finished);
@@ -65,6 +66,7 @@ fn packet_across_hops_is_exact() {
         dst: 1,
         size: Bytes(1000),
         start: SimTime(7),
+        ..Default::default()
     }];
     let (f, _) = run(&t, cfg, flows, RunLimits::default());
     let want: u64 = (0..4).map(|i| ser(1048, rates[i]) + delays_ns[i] * 1000).sum::<u64>() + 3 * lat.ps();

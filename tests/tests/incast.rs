@@ -43,6 +43,7 @@ fn incast(buffer_bytes: u64, limits: RunLimits) -> fabrics::engine::Fabric {
             dst: 0,
             size: Bytes(M * MTU),
             start: SimTime(0),
+            ..Default::default()
         })
         .collect();
     run(&star(), cfg, flows, limits).0

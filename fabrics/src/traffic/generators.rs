@@ -116,7 +116,13 @@ pub fn permutation<R: Rng + ?Sized>(
     Ok(perm
         .iter()
         .zip(0u32..)
-        .map(|(&dst, src)| FlowSpec { src, dst, size, start })
+        .map(|(&dst, src)| FlowSpec {
+            src,
+            dst,
+            size,
+            start,
+            ..Default::default()
+        })
         .collect())
 }
 
@@ -162,6 +168,7 @@ pub fn incast(
             dst: receiver,
             size,
             start,
+            ..Default::default()
         })
         .collect())
 }
@@ -283,6 +290,7 @@ pub fn poisson(
                 dst,
                 size,
                 start: SimTime(t),
+                ..Default::default()
             });
         }
     }
@@ -323,6 +331,7 @@ mod tests {
             dst,
             size: Bytes(size),
             start: SimTime(start),
+            ..Default::default()
         }
     }
 

@@ -43,7 +43,7 @@ pub use generators::{POISSON_STREAM_BASE, PoissonSpec, explicit, incast, permuta
 pub const MAX_FLOWS: u64 = 10_000_000;
 
 /// One flow: `size` bytes from host `src` to host `dst`, offered at `start`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowSpec {
     /// Source host index.
     pub src: u32,
@@ -53,6 +53,10 @@ pub struct FlowSpec {
     pub size: Bytes,
     /// When the source starts sending.
     pub start: SimTime,
+    /// The workload entry (`[[workload]]` index) the flow came from: results are grouped by it.
+    pub group: u16,
+    /// Traffic class: the InfiniBand service level (SL) or the Ethernet priority (PCP), 0..=15.
+    pub class: u8,
 }
 
 /// Sorts flows into the canonical order `(start, src, dst, size)`. The sort is stable:
@@ -177,6 +181,7 @@ mod tests {
             dst,
             size: Bytes(size),
             start: SimTime(start),
+            ..Default::default()
         }
     }
 
