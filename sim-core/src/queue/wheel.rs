@@ -51,6 +51,8 @@ const BUCKETS: usize = 4096;
 const MASK: usize = BUCKETS - 1;
 const WORDS: usize = BUCKETS / 64;
 const _: () = assert!(BUCKETS.is_power_of_two() && WORDS >= 1 && WORDS <= 64);
+/// Capacity (entries) a drained bucket may keep for reuse; larger buffers are released.
+const MAX_IDLE_BUCKET_CAPACITY: usize = 64;
 
 #[inline]
 fn slot_of(k: Key) -> u64 {
@@ -157,6 +159,12 @@ impl<E> WheelQueue<E> {
             // Swap, not move: the bucket keeps the drained `current`'s buffer, so steady
             // state allocates nothing.
             std::mem::swap(&mut self.current, &mut self.buckets[i]);
+            // But a burst must not pin its peak capacity in every bucket it passed through:
+            // 4096 buckets each keeping a burst-sized buffer cost ~200 MiB at k=32.
+            let bucket = &mut self.buckets[i];
+            if bucket.capacity() > MAX_IDLE_BUCKET_CAPACITY {
+                bucket.shrink_to(MAX_IDLE_BUCKET_CAPACITY);
+            }
             // `MinFirst` order is reversed, so ascending puts the smallest key last.
             self.current.sort_unstable();
         }
