@@ -320,6 +320,7 @@ impl Loaded {
             flow_control: AnyFlowControl::None,
             marking: AnyMarking::None,
             seed: self.scenario.scenario.seed,
+            ..Default::default()
         })
     }
 

@@ -61,6 +61,12 @@ impl<T> Pipe<T> {
         self.ring.front().map(|&(t, _)| t)
     }
 
+    /// Arrival time of the newest item, if any: the earliest an item pushed now may arrive.
+    #[inline]
+    pub fn tail_time(&self) -> Option<SimTime> {
+        self.ring.back().map(|&(t, _)| t)
+    }
+
     pub fn len(&self) -> usize {
         self.ring.len()
     }

@@ -1,5 +1,6 @@
 //! Engine configuration: plain data, filled in by the scenario loader.
 
+use crate::ib::IbConfig;
 use crate::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
 use sim_core::{BitsPerSec, Duration};
 
@@ -22,6 +23,22 @@ pub const DEFAULT_PORT_BUFFER_BYTES: u64 = 512 * 1024;
 /// Largest payload MTU accepted (jumbo frames).
 pub const MAX_MTU_BYTES: u32 = 65_536;
 
+/// How a switch chooses among the equal-cost next hops to a destination.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoutePick {
+    /// Per-flow hash with a per-switch seed (ECMP; IB min-hop with LMC-style spreading).
+    #[default]
+    Ecmp,
+    /// Fat-tree D-mod-k (opensm `ftree`): at a tier-`t` switch the up-port for destination
+    /// `d` is `⌊d / W_t⌋ mod w_t`, `W_t` = product of the up-radices of the tiers below
+    /// (`models.md` §1.7). Deterministic per destination.
+    DModK,
+    /// Per packet, the least-loaded eligible port (bytes waiting for it plus, on InfiniBand,
+    /// bytes whose credits are outstanding); ties broken by the flow hash. Packets of a flow
+    /// may arrive out of order, which the endpoints accept (NVIDIA IB adaptive routing).
+    Adaptive,
+}
+
 /// How the engine runs a fabric.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -38,6 +55,10 @@ pub struct EngineConfig {
     pub marking: AnyMarking,
     /// Master seed (ECMP hash seeds are derived from it).
     pub seed: u64,
+    pub route_pick: RoutePick,
+    /// `Some`: an InfiniBand fabric (credit-based, input-buffered cut-through switches; the
+    /// Ethernet buffer, flow-control and marking fields above are then unused).
+    pub ib: Option<IbConfig>,
 }
 
 impl Default for EngineConfig {
@@ -53,6 +74,8 @@ impl Default for EngineConfig {
             flow_control: AnyFlowControl::None,
             marking: AnyMarking::None,
             seed: 1,
+            route_pick: RoutePick::Ecmp,
+            ib: None,
         }
     }
 }

@@ -18,16 +18,24 @@
 //!
 //! ## Event origins (tie-break rule 2 of sim-core)
 //! `TxDone(p)` has origin `p`; `Arrive(p)` has origin `P + p` (`P` = number of ports); a host's
-//! NIC wake-up has origin `2P + host`; flow arrivals have origin `2P + H`. So at one instant
-//! departures are handled before arrivals: a queue frees its slot before a newcomer is judged.
+//! NIC wake-up has origin `2P + host`; flow arrivals have origin `2P + H`; port timers
+//! (`PortTimer(p)`) have origin `2P + H + 1 + p`. So at one instant departures are handled
+//! before arrivals: a queue frees its slot before a newcomer is judged.
+//!
+//! ## InfiniBand
+//! With [`EngineConfig::ib`] set, switches are input-buffered and cut-through with per-VL
+//! credit flow control, and hosts are HCAs with per-VL send queues: see `engine/ib.rs`. The
+//! event types and the pipe mechanics are the same.
 
 mod config;
+mod ib;
 mod nic;
 mod packet;
 mod port;
 mod results;
 
 pub use config::*;
+pub use ib::{IbPortStats, IbState, IbTotals};
 pub use packet::{Packet, PacketArena, PacketKind};
 pub use port::{Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
@@ -51,6 +59,8 @@ pub enum Ev {
     NicWake(u32),
     /// The next flow(s) of the workload start.
     FlowArrival,
+    /// Port `p`'s timer (InfiniBand: HOQLife deadlines, deferred credit updates).
+    PortTimer(u32),
 }
 
 /// Errors building an engine from a topology, routes and flows.
@@ -132,6 +142,10 @@ pub struct Fabric {
     pkt_latency: LatencyHistogram,
     fct: LatencyHistogram,
     totals: RunTotals,
+    /// D-mod-k divisor `W_t` of every node (product of the up-radices of the tiers below).
+    dmodk_div: Vec<u64>,
+    /// InfiniBand state, when the fabric is InfiniBand.
+    ib: Option<Box<IbState>>,
 }
 
 impl Fabric {
@@ -154,6 +168,10 @@ impl Fabric {
                 "header {} B exceeds {MAX_MTU_BYTES}",
                 cfg.header_bytes
             )));
+        }
+        if let Some(ib) = &cfg.ib {
+            ib.validate(cfg.mtu_bytes + cfg.header_bytes)
+                .map_err(EngineError::BadConfig)?;
         }
         let n_hosts = topo.n_hosts();
         for (i, f) in flows.iter().enumerate() {
@@ -190,7 +208,7 @@ impl Fabric {
         }
         port_base.push(acc);
         let n_ports = acc;
-        let origins = 2u64 * n_ports as u64 + n_hosts as u64 + 1;
+        let origins = 3u64 * n_ports as u64 + n_hosts as u64 + 1;
         if origins > sim_core::queue::MAX_ORIGINS as u64 {
             return Err(EngineError::TooLarge(format!(
                 "{n_ports} ports and {n_hosts} hosts exceed the scheduler's origin space"
@@ -245,15 +263,28 @@ impl Fabric {
         for (i, f) in flows.iter().enumerate() {
             let line_rate = ports[nics[f.src as usize].port as usize].rate;
             let rate = cfg.sender_rate.unwrap_or(line_rate);
+            let cc = match cfg.ib.as_ref().and_then(|ib| ib.cc.as_ref()) {
+                Some(ibcc) => AnyCc::IbCc(crate::ib::cc::IbCca::new(ibcc.source.clone(), rate)),
+                None => AnyCc::FixedRate(FixedRate { rate }),
+            };
             flow_state.push(FlowState {
                 unsent_bytes: f.size.get(),
                 next_send_at: f.start,
-                cc: AnyCc::FixedRate(FixedRate { rate }),
+                cc,
             });
             records.push(FlowRecord::new(i as u32, f));
         }
 
+        let ib = cfg.ib.clone().map(|ib_cfg| {
+            let peer_is_host: Vec<bool> = ports.iter().map(|p: &Port| is_host[p.peer_node as usize]).collect();
+            let own_is_host: Vec<bool> = ports.iter().map(|p: &Port| is_host[p.node as usize]).collect();
+            Box::new(IbState::new(ib_cfg, &peer_is_host, &own_is_host, n_hosts))
+        });
+        let dmodk_div = dmodk_divisors(topo);
+
         let fabric = Fabric {
+            ib,
+            dmodk_div,
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
             marking: cfg.marking.clone(),
@@ -289,7 +320,7 @@ impl Fabric {
 
     /// Number of scheduler origins this fabric uses (see the module docs).
     pub fn n_origins(&self) -> u32 {
-        2 * self.ports.len() as u32 + self.nics.len() as u32 + 1
+        3 * self.ports.len() as u32 + self.nics.len() as u32 + 1
     }
 
     /// A scheduler sized for this fabric with the first flow arrival scheduled.
@@ -309,6 +340,9 @@ impl Fabric {
     }
     fn pipe_origin(&self, port: u32) -> Origin {
         Origin(self.ports.len() as u32 + port)
+    }
+    fn timer_origin(&self, port: u32) -> Origin {
+        Origin(2 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + port)
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -348,7 +382,20 @@ impl Fabric {
     /// Packets still inside the network (queued or on a wire), counted from the queues and
     /// pipes themselves; conservation says it equals `injected - delivered - dropped`.
     pub fn packets_in_network(&self) -> u64 {
-        self.ports.iter().map(|p| (p.queue.len() + p.pipe.len()) as u64).sum()
+        let data = |id: &u32| self.packets.get(*id).kind == PacketKind::Data;
+        let wires: u64 = self
+            .ports
+            .iter()
+            .map(|p| {
+                (p.queue.iter().filter(|id| data(id)).count() + p.pipe.iter().filter(|(_, id)| data(id)).count()) as u64
+            })
+            .sum();
+        wires + self.ib.as_ref().map_or(0, |ib| ib.data_packets_buffered(&self.packets))
+    }
+
+    /// The InfiniBand state (counters, credit stalls, congestion tree), on an IB fabric.
+    pub fn ib(&self) -> Option<&IbState> {
+        self.ib.as_deref()
     }
 
     // ---- the hot path -------------------------------------------------------------------
@@ -460,6 +507,10 @@ impl Fabric {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::Arrive(p));
         }
+        if self.ib.is_some() {
+            self.ib_on_arrive(s, p, id);
+            return;
+        }
         let port = &self.ports[p as usize];
         let node = port.peer_node;
         let in_port = port.peer_port;
@@ -474,18 +525,57 @@ impl Fabric {
         self.enqueue(s, out, id);
     }
 
-    /// The egress port switch `node` sends a packet to `dst` on: one of the ECMP next hops,
-    /// chosen by the flow hash and the switch's own seed.
+    /// The egress port switch `node` sends a packet to `dst` on: one of the next hops, chosen
+    /// by [`EngineConfig::route_pick`] (ECMP hash with the switch's own seed by default).
     #[inline]
     fn route(&self, node: u32, dst: u32, flow_hash: u64) -> u32 {
         let hops = self.routes.next_hops(node, dst);
         debug_assert!(!hops.is_empty(), "no route from node {node} to host {dst}");
-        let pick = if hops.len() == 1 {
-            0
-        } else {
-            ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize])
+        let base = self.port_base[node as usize];
+        if hops.len() == 1 {
+            return base + hops[0] as u32;
+        }
+        let pick = match self.cfg.route_pick {
+            RoutePick::Ecmp => ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]),
+            RoutePick::DModK => ((dst as u64 / self.dmodk_div[node as usize]) % hops.len() as u64) as usize,
+            RoutePick::Adaptive => {
+                let start = ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]);
+                (0..hops.len())
+                    .map(|k| (start + k) % hops.len())
+                    .min_by_key(|&j| self.ports[(base + hops[j] as u32) as usize].queued_bytes)
+                    .unwrap_or(start)
+            }
         };
-        self.port_base[node as usize] + hops[pick] as u32
+        base + hops[pick] as u32
+    }
+
+    /// [`Fabric::route`] on an InfiniBand fabric, where adaptive routing also weighs the
+    /// credits outstanding on virtual lane `vl`.
+    fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8) -> u32 {
+        if self.cfg.route_pick != RoutePick::Adaptive {
+            return self.route(node, dst, flow_hash);
+        }
+        let hops = self.routes.next_hops(node, dst);
+        let base = self.port_base[node as usize];
+        if hops.len() == 1 {
+            return base + hops[0] as u32;
+        }
+        let ib = self.ib.as_ref().expect("InfiniBand fabric");
+        let start = ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]);
+        let pick = (0..hops.len())
+            .map(|k| (start + k) % hops.len())
+            .min_by_key(|&j| {
+                let p = base + hops[j] as u32;
+                let peer_host = self.is_host[self.ports[p as usize].peer_node as usize];
+                let init = if peer_host {
+                    ib.cfg.hca_vl_buffer_blocks
+                } else {
+                    ib.cfg.vl_buffer_blocks
+                } as u64;
+                ib.adaptive_load(p, vl, init)
+            })
+            .unwrap_or(start);
+        base + hops[pick] as u32
     }
 
     /// A packet reaches its destination host.
@@ -527,8 +617,13 @@ impl Fabric {
                 self.fct.record(sim_core::Duration::ZERO);
                 continue;
             }
-            self.nics[src as usize].active.push_back(i);
-            self.nic_send(s, src);
+            if self.ib.is_some() {
+                self.ib_flow_started(i);
+                self.ib_nic_send(s, src);
+            } else {
+                self.nics[src as usize].active.push_back(i);
+                self.nic_send(s, src);
+            }
         }
     }
 
@@ -565,6 +660,33 @@ impl Fabric {
     }
 }
 
+/// D-mod-k divisors: `W_t` for every node of tier `t` (hosts and tier-0 switches: 1), the
+/// product of the up-radices of tiers `0..t`. The up-radix of a tier is the largest number of
+/// neighbours of a higher tier any of its switches has.
+fn dmodk_divisors(topo: &Topology) -> Vec<u64> {
+    let tier = |n: petgraph::graph::NodeIndex| match topo.graph[n].kind {
+        NodeKind::Switch { tier } => Some(tier),
+        _ => None,
+    };
+    let mut up_radix = [0u64; 256];
+    for n in topo.graph.node_indices() {
+        let Some(t) = tier(n) else { continue };
+        let ups = topo
+            .graph
+            .neighbors(n)
+            .filter(|&m| tier(m).is_some_and(|u| u > t))
+            .count() as u64;
+        up_radix[t as usize] = up_radix[t as usize].max(ups);
+    }
+    topo.graph
+        .node_indices()
+        .map(|n| match tier(n) {
+            None => 1,
+            Some(t) => up_radix[..t as usize].iter().map(|&r| r.max(1)).product(),
+        })
+        .collect()
+}
+
 impl Model for Fabric {
     type Event = Ev;
 
@@ -573,17 +695,26 @@ impl Model for Fabric {
         match ev {
             Ev::Arrive(p) => self.on_arrive(s, p),
             Ev::TxDone(p) => {
-                self.ports[p as usize].txdone_pending = false;
-                self.try_start_queued(s, p);
+                if self.ib.is_some() {
+                    self.ib_on_txdone(s, p);
+                } else {
+                    self.ports[p as usize].txdone_pending = false;
+                    self.try_start_queued(s, p);
+                }
             }
             Ev::NicWake(h) => {
                 let nic = &mut self.nics[h as usize];
                 if nic.wake_at == s.now() {
                     nic.wake_at = SimTime::MAX;
                 }
-                self.nic_send(s, h);
+                if self.ib.is_some() {
+                    self.ib_nic_send(s, h);
+                } else {
+                    self.nic_send(s, h);
+                }
             }
             Ev::FlowArrival => self.on_flow_arrival(s),
+            Ev::PortTimer(p) => self.ib_on_timer(s, p),
         }
     }
 

@@ -42,35 +42,9 @@ impl Fabric {
     /// Cuts the next packet of flow `f` and starts it on port `p`.
     fn send_packet<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, p: u32, f: u32) {
         let now = s.now();
-        let mtu = self.cfg.mtu_bytes as u64;
-        let header = self.cfg.header_bytes;
-        let hash = self.flow_hash_of(f);
-        let dst = self.flows[f as usize].dst;
-        let st = &mut self.flow_state[f as usize];
-        let payload = st.unsent_bytes.min(mtu) as u32;
-        st.unsent_bytes -= payload as u64;
-        let wire = payload + header;
-        st.next_send_at = st.cc.on_send(now, wire);
-        let more = st.unsent_bytes > 0;
-        let rec = &mut self.records[f as usize];
-        rec.packets_sent += 1;
-        if rec.first_sent.is_none() {
-            rec.first_sent = Some(now);
-        }
-        self.totals.packets_injected += 1;
-        self.totals.payload_bytes_injected += payload as u64;
-        let id = self.packets.alloc(Packet {
-            kind: PacketKind::Data,
-            flow: f,
-            dst_host: dst,
-            payload_bytes: payload,
-            wire_bytes: wire,
-            ingress_port: u32::MAX,
-            flow_hash: hash,
-            sent_at: now,
-            marked: false,
-        });
+        let id = self.cut_packet(now, f, 0);
         self.start_tx(s, p, id);
+        let more = self.flow_state[f as usize].unsent_bytes > 0;
         let nic = &mut self.nics[h as usize];
         if more {
             nic.active.push_back(f);
@@ -81,8 +55,40 @@ impl Fabric {
         }
     }
 
+    /// Cuts flow `f`'s next packet (payload up to the MTU) on virtual lane / priority `vl`,
+    /// charges it to the flow's congestion control and counters, and returns its id.
+    pub(super) fn cut_packet(&mut self, now: SimTime, f: u32, vl: u8) -> u32 {
+        let mtu = self.cfg.mtu_bytes as u64;
+        let header = self.cfg.header_bytes;
+        let hash = self.flow_hash_of(f);
+        let dst = self.flows[f as usize].dst;
+        let st = &mut self.flow_state[f as usize];
+        let payload = st.unsent_bytes.min(mtu) as u32;
+        st.unsent_bytes -= payload as u64;
+        let wire = payload + header;
+        st.next_send_at = st.cc.on_send(now, wire);
+        let rec = &mut self.records[f as usize];
+        rec.packets_sent += 1;
+        if rec.first_sent.is_none() {
+            rec.first_sent = Some(now);
+        }
+        self.totals.packets_injected += 1;
+        self.totals.payload_bytes_injected += payload as u64;
+        self.packets.alloc(Packet {
+            kind: PacketKind::Data,
+            flow: f,
+            dst_host: dst,
+            payload_bytes: payload,
+            wire_bytes: wire,
+            flow_hash: hash,
+            sent_at: now,
+            vl,
+            ..Packet::control()
+        })
+    }
+
     /// Makes sure host `h`'s NIC wakes at `at` (or earlier).
-    fn nic_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, at: SimTime) {
+    pub(super) fn nic_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, at: SimTime) {
         let nic = &mut self.nics[h as usize];
         if nic.wake_at <= at {
             return;

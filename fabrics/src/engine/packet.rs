@@ -7,6 +7,10 @@ use sim_core::SimTime;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PacketKind {
     Data,
+    /// InfiniBand link-level flow-control packet: `aux` is the FCCL it advertises for `vl`.
+    FlowControl,
+    /// Congestion notification from a flow's destination back to its source (IB BECN).
+    Cnp,
 }
 
 /// One packet. Plain data: the engine owns every field.
@@ -27,8 +31,39 @@ pub struct Packet {
     pub flow_hash: u64,
     /// When the source NIC started to transmit it.
     pub sent_at: SimTime,
+    /// When its last byte reaches the far end of the link it is on (cut-through switches
+    /// cannot finish forwarding earlier).
+    pub tail_at: SimTime,
+    /// Kind-specific payload: the FCCL of a flow-control packet.
+    pub aux: u64,
+    /// The output port a switch routed it to (set on arrival at a switch).
+    pub next_port: u32,
+    /// Virtual lane (InfiniBand) or priority (Ethernet) it travels on.
+    pub vl: u8,
     /// Congestion-experienced mark (ECN CE / IB FECN).
     pub marked: bool,
+}
+
+impl Packet {
+    /// A template for control packets: no flow, no payload; callers set kind, size and the
+    /// fields they use.
+    pub fn control() -> Packet {
+        Packet {
+            kind: PacketKind::FlowControl,
+            flow: u32::MAX,
+            dst_host: u32::MAX,
+            payload_bytes: 0,
+            wire_bytes: 0,
+            ingress_port: u32::MAX,
+            flow_hash: 0,
+            sent_at: SimTime::ZERO,
+            tail_at: SimTime::ZERO,
+            aux: 0,
+            next_port: u32::MAX,
+            vl: 0,
+            marked: false,
+        }
+    }
 }
 
 /// A slab of packets with a free list: ids are reused, nothing is allocated per packet in

@@ -8,11 +8,15 @@
 //! | extension point | file | variants today |
 //! |---|---|---|
 //! | link-level flow control | [`flow_control`] | `None` |
-//! | switch buffer model | [`buffer`] | `PerPortTailDrop` |
-//! | congestion marking | [`marking`] | `None` |
-//! | sender congestion control | [`cc`] | `FixedRate` |
+//! | switch buffer model | [`buffer`] | `PerPortTailDrop`; [`buffer::SharedBuffer`] (per-switch MMU, inherent API) |
+//! | congestion marking | [`marking`] | `None`, `Red` (RED/ECN at enqueue or dequeue) |
+//! | sender congestion control | [`cc`] | `FixedRate`, `Dcqcn`, `Timely` |
 //!
-//! Adding a variant (e.g. DCQCN): write one file with a struct implementing the trait, add one
+//! Parts that are not an enum of their own: [`pfc`] (PFC sender/receiver state machines,
+//! pause quanta, headroom formulas, watchdog), used by the engine together with
+//! [`buffer::SharedBuffer`].
+//!
+//! Adding a variant (as done for TIMELY): write one file with a struct implementing the trait, add one
 //! variant to the enum and one arm to each `match` in the enum's impl, add its unit tests and
 //! one shipped scenario. `docs/models/extending.md` walks through it.
 
@@ -20,8 +24,10 @@ pub mod buffer;
 pub mod cc;
 pub mod flow_control;
 pub mod marking;
+pub mod pfc;
 
-pub use buffer::{AnyBuffer, BufferModel, PerPortTailDrop};
-pub use cc::{AnyCc, CongestionControl, FixedRate};
+pub use buffer::{AnyBuffer, BufferModel, PerPortTailDrop, SharedBuffer, SharedBufferConfig};
+pub use cc::{AnyCc, CongestionControl, Dcqcn, DcqcnParams, FixedRate, Timely, TimelyParams};
 pub use flow_control::{AnyFlowControl, LinkFlowControl, NoFlowControl};
-pub use marking::{AnyMarking, Marking, NoMarking};
+pub use marking::{AnyMarking, MarkPoint, Marking, NoMarking, RedEcn, RedParams};
+pub use pfc::{PfcEdge, PfcFrame, PfcReceiver, PfcSender};

@@ -1,0 +1,811 @@
+//! InfiniBand mechanics in the engine: per-VL input buffers with credit-based link-level flow
+//! control, cut-through switches with input arbitration, HCAs with per-VL send queues.
+//!
+//! ## Credits (IBA vol. 1 §7.9.4)
+//! Every link direction and VL has a sender counter `fctbs` (64-byte blocks sent) and a
+//! receiver counter `abr` (blocks received). The receiver advertises `fccl = abr + free
+//! blocks of its VL buffer` in a 6-byte flow-control packet that crosses the reverse link
+//! through the receiver's own transmitter (between packets, ahead of data). The sender may
+//! start a packet of `b` blocks only when `fccl - fctbs >= b` (at most 2048 blocks of window).
+//! The counters here are absolute (`u64`), which is the modulo-4096 arithmetic of the spec
+//! without wrap-around. At time zero every sender knows its receiver's empty buffer (the
+//! link-up initialisation exchange). A switch frees input-buffer space when the packet's last
+//! byte has left through the output port; an HCA drains into host memory at once, so it
+//! returns credits as soon as a packet is in. Losslessness is asserted: a packet arriving at
+//! a VL buffer without room panics (a credit-accounting bug, never a user error).
+//!
+//! ## Switch (input-buffered, cut-through)
+//! A packet joins its input port's VL FIFO when its head has arrived and the switch's
+//! port-to-port latency has passed; it is routed then. Only the head of each input VL FIFO
+//! competes for its output (so a blocked head blocks the packets behind it: head-of-line
+//! blocking, as in the hardware). An idle output serves pending flow-control packets first,
+//! then picks a VL by VL arbitration among VLs whose first requesting input has a packet that
+//! credits fully cover, then the input round-robin (inputs queue up per output VL in the order
+//! their heads arrived and a served input goes to the back). Cut-through: the output may start
+//! before the tail is in, but cannot finish before it (`done = max(start + serialization,
+//! tail arrival)`).
+//!
+//! ## HOQLife
+//! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
+//! opensm defaults ≈ 268 ms towards CAs, ≈ 1.07 s between switches) is dropped: the only loss.
+//!
+//! ## IB congestion control (Annex A10, optional)
+//! At an output port-VL whose waiting data reaches the threshold, leaving packets get FECN
+//! (every `marking_rate + 1`-th); a port that had to wait for credits (a victim) marks only
+//! with `victim_mask`. The destination HCA answers a FECN packet with a congestion
+//! notification packet (BECN) to the source, whose flow then slows down (`ib/cc.rs`).
+
+use super::{Ev, Fabric, Packet, PacketKind};
+use crate::ib::cc::MarkCounter;
+use crate::ib::link::{FLOW_CONTROL_PACKET_BYTES, MAX_CREDIT_WINDOW_BLOCKS, blocks};
+use crate::ib::vlarb::VlArbiter;
+use crate::ib::{IbConfig, hoq_life};
+use crate::models::CongestionControl;
+use sim_core::{Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, TimeWeightedGauge, serialization_time};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Flow-control update state of one ingress port-VL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FcState {
+    Idle,
+    /// Waiting for `min_interval` since the last update to pass.
+    Deferred,
+    /// Queued on the port's transmitter.
+    Queued,
+}
+
+/// Counters of one port in an InfiniBand fabric.
+#[derive(Clone, Debug, Default)]
+pub struct IbPortStats {
+    /// Flow-control packets sent.
+    pub fc_packets_tx: u64,
+    /// Packets dropped at this output port by HOQLife.
+    pub hoq_drops: u64,
+    /// Packets that left this port with FECN set.
+    pub fecn_marked: u64,
+    /// Bytes in this port's input (receive) buffers, all VLs, over time.
+    pub input_buffer_bytes: TimeWeightedGauge,
+}
+
+/// Whole-fabric InfiniBand counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IbTotals {
+    pub fc_packets: u64,
+    pub hoq_drops: u64,
+    pub fecn_marked: u64,
+    /// Congestion notifications sent by destinations and received by sources.
+    pub becn_sent: u64,
+    pub becn_received: u64,
+}
+
+/// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
+pub struct IbState {
+    pub cfg: IbConfig,
+    nv: usize,
+    // Sender side of every egress port-VL.
+    fctbs: Vec<u64>,
+    fccl: Vec<u64>,
+    /// Input ports whose head packet waits for this output VL, in arrival order.
+    requests: Vec<VecDeque<u32>>,
+    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
+    out_bytes: Vec<u64>,
+    stall_since: Vec<SimTime>,
+    stall_cause: Vec<u32>,
+    credit_stall_ps: Vec<u64>,
+    mark: Vec<MarkCounter>,
+    // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
+    // reverse direction of the same link).
+    inq: Vec<VecDeque<u32>>,
+    free_blocks: Vec<u32>,
+    abr: Vec<u64>,
+    head_deadline: Vec<SimTime>,
+    fc_state: Vec<FcState>,
+    fc_last_sent: Vec<SimTime>,
+    // Per port.
+    arb: Vec<VlArbiter>,
+    /// VLs whose flow-control packet is queued on this port's transmitter.
+    ctrl: Vec<VecDeque<u8>>,
+    /// The input buffer (port, vl, blocks) the packet now on this output came from.
+    tx_release: Vec<Option<(u32, u8, u32)>>,
+    timer_at: Vec<SimTime>,
+    in_blocks: Vec<u64>,
+    pub port_stats: Vec<IbPortStats>,
+    /// Per host, per VL: the flows with data to send, served round-robin.
+    host_flows: Vec<Vec<VecDeque<u32>>>,
+    /// Per host: congestion notifications waiting to be sent.
+    cnp_queue: Vec<VecDeque<u32>>,
+    /// HOQLife per output port (`None` = off).
+    hoq_of_out: Vec<Option<Duration>>,
+    pub totals: IbTotals,
+    /// Credit-stall time attributed to (stalled port, port its downstream head waited for).
+    stall_edges: BTreeMap<(u32, u32), u64>,
+}
+
+impl IbState {
+    /// Builds the state for `n_ports` ports; `peer_is_host[p]` says whether port `p` sends to
+    /// an HCA, `own_is_host[p]` whether it belongs to one.
+    pub(super) fn new(cfg: IbConfig, peer_is_host: &[bool], own_is_host: &[bool], n_hosts: usize) -> IbState {
+        let n = peer_is_host.len();
+        let nv = cfg.n_vls as usize;
+        let mut fccl = Vec::with_capacity(n * nv);
+        let mut free_blocks = Vec::with_capacity(n * nv);
+        for p in 0..n {
+            let rx = if peer_is_host[p] {
+                cfg.hca_vl_buffer_blocks
+            } else {
+                cfg.vl_buffer_blocks
+            };
+            let own = if own_is_host[p] {
+                cfg.hca_vl_buffer_blocks
+            } else {
+                cfg.vl_buffer_blocks
+            };
+            for _ in 0..nv {
+                fccl.push(rx as u64);
+                free_blocks.push(own);
+            }
+        }
+        let hoq_of_out = (0..n)
+            .map(|p| {
+                if own_is_host[p] {
+                    None
+                } else if peer_is_host[p] {
+                    hoq_life(cfg.hoq_life_leaf)
+                } else {
+                    hoq_life(cfg.hoq_life_switch)
+                }
+            })
+            .collect();
+        IbState {
+            nv,
+            fctbs: vec![0; n * nv],
+            fccl,
+            requests: vec![VecDeque::new(); n * nv],
+            out_bytes: vec![0; n * nv],
+            stall_since: vec![SimTime::MAX; n * nv],
+            stall_cause: vec![u32::MAX; n * nv],
+            credit_stall_ps: vec![0; n * nv],
+            mark: vec![MarkCounter::default(); n * nv],
+            inq: vec![VecDeque::new(); n * nv],
+            free_blocks,
+            abr: vec![0; n * nv],
+            head_deadline: vec![SimTime::MAX; n * nv],
+            fc_state: vec![FcState::Idle; n * nv],
+            fc_last_sent: vec![SimTime::ZERO; n * nv],
+            arb: vec![VlArbiter::default(); n],
+            ctrl: vec![VecDeque::new(); n],
+            tx_release: vec![None; n],
+            timer_at: vec![SimTime::MAX; n],
+            in_blocks: vec![0; n],
+            port_stats: vec![IbPortStats::default(); n],
+            host_flows: vec![vec![VecDeque::new(); nv]; n_hosts],
+            cnp_queue: vec![VecDeque::new(); n_hosts],
+            hoq_of_out,
+            totals: IbTotals::default(),
+            stall_edges: BTreeMap::new(),
+            cfg,
+        }
+    }
+
+    #[inline]
+    fn ix(&self, port: u32, vl: u8) -> usize {
+        port as usize * self.nv + vl as usize
+    }
+
+    /// Credits (blocks) port `p` may still use on `vl`.
+    #[inline]
+    fn avail(&self, p: u32, vl: u8) -> u64 {
+        let i = self.ix(p, vl);
+        (self.fccl[i] - self.fctbs[i]).min(MAX_CREDIT_WINDOW_BLOCKS)
+    }
+
+    /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
+    pub fn credit_stall(&self, p: u32, vl: u8, now: SimTime) -> Duration {
+        let i = self.ix(p, vl);
+        let open = if self.stall_since[i] == SimTime::MAX {
+            0
+        } else {
+            now.ps().saturating_sub(self.stall_since[i].ps())
+        };
+        Duration::from_ps(self.credit_stall_ps[i] + open)
+    }
+
+    /// Credit-stall time of port `p`, all VLs.
+    pub fn port_credit_stall(&self, p: u32, now: SimTime) -> Duration {
+        Duration::from_ps((0..self.nv as u8).map(|vl| self.credit_stall(p, vl, now).ps()).sum())
+    }
+
+    /// The congestion tree: `(stalled port, port its downstream head waited for, stall ps)`,
+    /// longest stall first. A port that shows up only on the right is a root of congestion.
+    pub fn congestion_edges(&self) -> Vec<(u32, u32, u64)> {
+        let mut v: Vec<_> = self.stall_edges.iter().map(|(&(a, b), &d)| (a, b, d)).collect();
+        v.sort_by(|x, y| y.2.cmp(&x.2).then((x.0, x.1).cmp(&(y.0, y.1))));
+        v
+    }
+
+    fn stall_begin(&mut self, p: u32, vl: u8, now: SimTime, cause: u32) {
+        let i = self.ix(p, vl);
+        if self.stall_since[i] == SimTime::MAX {
+            self.stall_since[i] = now;
+            self.stall_cause[i] = cause;
+        }
+    }
+
+    /// Ends a stall if one is open; returns whether there was one.
+    fn stall_end(&mut self, p: u32, vl: u8, now: SimTime) -> bool {
+        let i = self.ix(p, vl);
+        let since = self.stall_since[i];
+        if since == SimTime::MAX {
+            return false;
+        }
+        let d = now.ps() - since.ps();
+        self.credit_stall_ps[i] += d;
+        *self.stall_edges.entry((p, self.stall_cause[i])).or_insert(0) += d;
+        self.stall_since[i] = SimTime::MAX;
+        true
+    }
+}
+
+impl Fabric {
+    fn ibs(&mut self) -> &mut IbState {
+        self.ib
+            .as_mut()
+            .expect("InfiniBand path runs only on an InfiniBand fabric")
+    }
+    fn ibr(&self) -> &IbState {
+        self.ib
+            .as_ref()
+            .expect("InfiniBand path runs only on an InfiniBand fabric")
+    }
+
+    /// Makes port `x` send whatever it can now: an HCA port asks its NIC, a switch port its
+    /// arbiter.
+    fn ib_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let node = self.ports[x as usize].node;
+        if self.is_host[node as usize] {
+            let h = self.host_of_node[node as usize];
+            self.ib_nic_send(s, h);
+        } else {
+            self.ib_switch_try_start(s, x);
+        }
+    }
+
+    /// Puts packet `id` on port `p` now. `upstream_tail` is when its last byte reaches this
+    /// node (cut-through cannot finish earlier); returns when the port is free again.
+    fn ib_transmit<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        p: u32,
+        id: u32,
+        upstream_tail: SimTime,
+    ) -> SimTime {
+        let now = s.now();
+        let (wire, kind) = {
+            let pk = self.packets.get(id);
+            (pk.wire_bytes, pk.kind)
+        };
+        let port = &mut self.ports[p as usize];
+        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        let done = (now + serialization_time(Bytes(wire as u64), port.rate)).max(upstream_tail);
+        port.busy_until = done;
+        port.stats.packets_tx += 1;
+        port.stats.bytes_tx += wire as u64;
+        let tail = done + port.delay;
+        let peer_is_host = self.is_host[port.peer_node as usize];
+        let mut arrive = if kind == PacketKind::FlowControl || peer_is_host {
+            tail
+        } else {
+            // Cut-through: the next switch handles the packet once its head is in.
+            now + port.delay + port.peer_latency
+        };
+        // A link is FIFO: nothing overtakes what is already on the wire.
+        if let Some(last) = port.pipe.tail_time() {
+            arrive = arrive.max(last);
+        }
+        let first = port.pipe.push(arrive, id);
+        self.packets.get_mut(id).tail_at = tail;
+        if first {
+            let o = self.pipe_origin(p);
+            s.schedule(arrive, o, Ev::Arrive(p));
+        }
+        self.totals.link_hops += 1;
+        done
+    }
+
+    /// Sends the flow-control packet for (`x`, `vl`): advertises `abr + free blocks`.
+    fn ib_send_fc<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) -> SimTime {
+        let now = s.now();
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        let fccl = ib.abr[i] + ib.free_blocks[i] as u64;
+        ib.fc_state[i] = FcState::Idle;
+        ib.fc_last_sent[i] = now;
+        ib.port_stats[x as usize].fc_packets_tx += 1;
+        ib.totals.fc_packets += 1;
+        let id = self.packets.alloc(Packet {
+            kind: PacketKind::FlowControl,
+            vl,
+            aux: fccl,
+            wire_bytes: FLOW_CONTROL_PACKET_BYTES,
+            ..Packet::control()
+        });
+        self.ib_transmit(s, x, id, SimTime::ZERO)
+    }
+
+    /// Buffer space of ingress (`x`, `vl`) changed: schedule a flow-control packet under the
+    /// update policy.
+    fn ib_credit_update<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let now = s.now();
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        if ib.fc_state[i] != FcState::Idle {
+            return; // an update is already on its way; it will carry the newest value
+        }
+        let due = ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval;
+        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.fc_last_sent[i] > SimTime::ZERO {
+            ib.fc_state[i] = FcState::Deferred;
+            self.ib_arm_timer(s, x, due);
+            return;
+        }
+        ib.fc_state[i] = FcState::Queued;
+        ib.ctrl[x as usize].push_back(vl);
+        self.ib_kick(s, x);
+    }
+
+    /// Makes sure port `x`'s timer fires at `at` or earlier.
+    fn ib_arm_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, at: SimTime) {
+        let ib = self.ibs();
+        if ib.timer_at[x as usize] <= at {
+            return;
+        }
+        ib.timer_at[x as usize] = at;
+        let o = self.timer_origin(x);
+        s.schedule(at, o, Ev::PortTimer(x));
+    }
+
+    /// Port `x`'s timer: drops head packets past their HOQLife, releases deferred credit
+    /// updates, re-arms for the next deadline.
+    pub(super) fn ib_on_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let now = s.now();
+        if self.ibr().timer_at[x as usize] != now {
+            return; // superseded by an earlier arming
+        }
+        self.ibs().timer_at[x as usize] = SimTime::MAX;
+        let nv = self.ibr().nv as u8;
+        for vl in 0..nv {
+            loop {
+                let ib = self.ibr();
+                let i = ib.ix(x, vl);
+                if ib.inq[i].is_empty() || ib.head_deadline[i] > now {
+                    break;
+                }
+                self.ib_drop_head(s, x, vl);
+            }
+            let ib = self.ibr();
+            let i = ib.ix(x, vl);
+            if ib.fc_state[i] == FcState::Deferred && ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval <= now {
+                let ib = self.ibs();
+                ib.fc_state[i] = FcState::Queued;
+                ib.ctrl[x as usize].push_back(vl);
+                self.ib_kick(s, x);
+            }
+        }
+        let ib = self.ibr();
+        let mut next = SimTime::MAX;
+        for vl in 0..nv {
+            let i = ib.ix(x, vl);
+            if !ib.inq[i].is_empty() {
+                next = next.min(ib.head_deadline[i]);
+            }
+            if ib.fc_state[i] == FcState::Deferred {
+                next = next.min(ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval);
+            }
+        }
+        if next != SimTime::MAX {
+            self.ib_arm_timer(s, x, next);
+        }
+    }
+
+    /// HOQLife expired for the head of input (`x`, `vl`): drop it.
+    fn ib_drop_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let now = s.now();
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        let id = ib.inq[i].pop_front().expect("a head to drop");
+        let pkt = *self.packets.get(id);
+        let out = pkt.next_port;
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
+        if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
+            ib.requests[o].remove(pos);
+        }
+        if ib.requests[o].is_empty() {
+            ib.stall_end(out, vl, now);
+        }
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.port_stats[out as usize].hoq_drops += 1;
+        ib.totals.hoq_drops += 1;
+        let b = blocks(pkt.wire_bytes);
+        self.ib_free_input(now, x, vl, b);
+        let port = &mut self.ports[out as usize];
+        port.stats.drops += 1;
+        port.stats.drop_bytes += pkt.wire_bytes as u64;
+        port.stats
+            .queue_bytes
+            .set(now, self.ib.as_ref().map_or(0, |ib| ib.out_bytes_total(out)));
+        if pkt.kind == PacketKind::Data {
+            self.records[pkt.flow as usize].packets_dropped += 1;
+            self.totals.packets_dropped += 1;
+            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+        }
+        self.packets.free(id);
+        self.ib_credit_update(s, x, vl);
+        self.ib_new_head(s, x, vl);
+    }
+
+    /// Returns `b` blocks to the buffer of ingress (`x`, `vl`).
+    fn ib_free_input(&mut self, now: SimTime, x: u32, vl: u8, b: u32) {
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.free_blocks[i] += b;
+        ib.in_blocks[x as usize] -= b as u64;
+        let bytes = ib.in_blocks[x as usize] * 64;
+        ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+    }
+
+    /// The packet now at the head of input (`x`, `vl`), if any, requests its output.
+    fn ib_new_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let now = s.now();
+        let ib = self.ibr();
+        let i = ib.ix(x, vl);
+        let Some(&id) = ib.inq[i].front() else { return };
+        let out = self.packets.get(id).next_port;
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
+        ib.requests[o].push_back(x);
+        let deadline = match ib.hoq_of_out[out as usize] {
+            Some(life) => now + life,
+            None => SimTime::MAX,
+        };
+        ib.head_deadline[i] = deadline;
+        if deadline != SimTime::MAX {
+            self.ib_arm_timer(s, x, deadline);
+        }
+        self.ib_switch_try_start(s, out);
+    }
+
+    /// A packet came out of port `p`'s pipe at the node on the far end.
+    pub(super) fn ib_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let (node, x) = {
+            let port = &self.ports[p as usize];
+            (port.peer_node, port.peer_port)
+        };
+        let pkt = *self.packets.get(id);
+        if pkt.kind == PacketKind::FlowControl {
+            // The receiver at the other end of the link advertises credits to this node's
+            // port `x`, which sends over that link.
+            self.packets.free(id);
+            let ib = self.ibs();
+            let i = ib.ix(x, pkt.vl);
+            ib.fccl[i] = ib.fccl[i].max(pkt.aux);
+            self.ib_kick(s, x);
+            return;
+        }
+        let b = blocks(pkt.wire_bytes);
+        let vl = pkt.vl;
+        if self.is_host[node as usize] {
+            // The HCA takes the packet into host memory at once and returns the credits.
+            let ib = self.ibs();
+            let i = ib.ix(x, vl);
+            ib.abr[i] += b as u64;
+            self.ib_credit_update(s, x, vl);
+            if pkt.kind == PacketKind::Cnp {
+                self.packets.free(id);
+                self.ibs().totals.becn_received += 1;
+                let st = &mut self.flow_state[pkt.flow as usize];
+                st.cc.on_congestion_signal(now);
+                // The flow may have been waiting on its old rate; let the NIC look again.
+                let src = self.flows[pkt.flow as usize].src;
+                self.ib_nic_send(s, src);
+                return;
+            }
+            if pkt.marked && self.ibr().cfg.cc.is_some() {
+                self.ib_queue_cnp(s, pkt.flow, vl);
+            }
+            self.deliver(now, id);
+            return;
+        }
+        // A switch input buffer.
+        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl);
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        assert!(
+            ib.free_blocks[i] >= b,
+            "InfiniBand credit violation: {b} blocks arrived at port {x} VL {vl} with {} free (losslessness broken)",
+            ib.free_blocks[i]
+        );
+        ib.free_blocks[i] -= b;
+        ib.abr[i] += b as u64;
+        ib.in_blocks[x as usize] += b as u64;
+        let bytes = ib.in_blocks[x as usize] * 64;
+        ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+        let o = ib.ix(out, vl);
+        ib.out_bytes[o] += pkt.wire_bytes as u64;
+        let out_total = ib.out_bytes_total(out);
+        let was_empty = ib.inq[i].is_empty();
+        ib.inq[i].push_back(id);
+        self.ports[out as usize].stats.queue_bytes.set(now, out_total);
+        let pk = self.packets.get_mut(id);
+        pk.ingress_port = x;
+        pk.next_port = out;
+        if was_empty {
+            self.ib_new_head(s, x, vl);
+        }
+    }
+
+    /// Switch output port `p` is (maybe) idle: send a flow-control packet or the next data
+    /// packet that VL arbitration and the credits allow.
+    pub(super) fn ib_switch_try_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        {
+            let port = &self.ports[p as usize];
+            if port.busy_until > now || port.txdone_pending {
+                return;
+            }
+        }
+        if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
+            let done = self.ib_send_fc(s, p, vl);
+            self.ib_arm_txdone(s, p, done);
+            return;
+        }
+        // Which VLs could send now, and which wait only for credits.
+        let nv = self.ibr().nv as u8;
+        let mut ready = 0u16;
+        for vl in 0..nv {
+            let ib = self.ibr();
+            let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
+                continue;
+            };
+            let head = *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head");
+            let b = blocks(self.packets.get(head).wire_bytes) as u64;
+            if b <= ib.avail(p, vl) {
+                ready |= 1 << vl;
+            } else {
+                let cause = self.downstream_cause(p, vl);
+                self.ibs().stall_begin(p, vl, now, cause);
+            }
+        }
+        if ready == 0 {
+            return;
+        }
+        let ib = self.ibs();
+        let is_ready = |vl: u8| ready & (1 << vl) != 0;
+        let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
+        let Some(vl) = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready) else {
+            return;
+        };
+        let o = ib.ix(p, vl);
+        let x = ib.requests[o].pop_front().expect("ready VL has a requester");
+        let i = ib.ix(x, vl);
+        let id = ib.inq[i].pop_front().expect("requester has a head");
+        let pkt = *self.packets.get(id);
+        let b = blocks(pkt.wire_bytes);
+        let ib = self.ibs();
+        ib.arb[p as usize].charge(b, low_waiting);
+        ib.fctbs[o] += b as u64;
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        // A victim of congestion further down: it had to wait for credits for this packet,
+        // or what is left would not cover another full packet.
+        let was_victim = ib.stall_end(p, vl, now) || ib.avail(p, vl) < b as u64;
+        let mut fecn = false;
+        if let Some(cc) = &ib.cfg.cc
+            && pkt.kind == PacketKind::Data
+            && b >= cc.switch.packet_size_blocks as u32
+            && (!was_victim || cc.switch.victim_mask)
+            && let Some(th) = cc.switch.threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * 64)
+            && ib.out_bytes[o] >= th
+        {
+            let rate = cc.switch.marking_rate;
+            if ib.mark[o].eligible(rate) {
+                fecn = true;
+                ib.port_stats[p as usize].fecn_marked += 1;
+                ib.totals.fecn_marked += 1;
+            }
+        }
+        ib.tx_release[p as usize] = Some((x, vl, b));
+        let out_total = ib.out_bytes_total(p);
+        self.ports[p as usize].stats.queue_bytes.set(now, out_total);
+        if fecn {
+            self.packets.get_mut(id).marked = true;
+        }
+        let done = self.ib_transmit(s, p, id, pkt.tail_at);
+        self.ib_arm_txdone(s, p, done);
+        // The input's next packet competes now.
+        self.ib_new_head(s, x, vl);
+    }
+
+    fn ib_arm_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, done: SimTime) {
+        let port = &mut self.ports[p as usize];
+        port.txdone_pending = true;
+        s.schedule(done, Origin(p), Ev::TxDone(p));
+    }
+
+    /// A switch port finished sending: free the input buffer the packet came from (its
+    /// credits go back upstream) and go on.
+    pub(super) fn ib_on_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        self.ports[p as usize].txdone_pending = false;
+        if let Some((x, vl, b)) = self.ibs().tx_release[p as usize].take() {
+            self.ib_free_input(now, x, vl, b);
+            self.ib_credit_update(s, x, vl);
+        }
+        self.ib_switch_try_start(s, p);
+    }
+
+    /// For the congestion tree: the output port the head of the downstream input buffer of
+    /// (`p`, `vl`) waits for (`u32::MAX` if none or if the far end is an HCA).
+    fn downstream_cause(&self, p: u32, vl: u8) -> u32 {
+        let ib = self.ibr();
+        let port = &self.ports[p as usize];
+        if self.is_host[port.peer_node as usize] {
+            return u32::MAX;
+        }
+        match ib.inq[ib.ix(port.peer_port, vl)].front() {
+            Some(&id) => self.packets.get(id).next_port,
+            None => u32::MAX,
+        }
+    }
+
+    /// The destination of a FECN-marked packet of `flow` sends a congestion notification.
+    fn ib_queue_cnp<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, flow: u32, vl: u8) {
+        let now = s.now();
+        let f = self.flows[flow as usize];
+        let id = self.packets.alloc(Packet {
+            kind: PacketKind::Cnp,
+            flow,
+            dst_host: f.src,
+            wire_bytes: crate::ib::link::BASE_HEADER_BYTES,
+            vl,
+            // Reverse direction of the flow: its own ECMP entropy.
+            flow_hash: self.flow_hash_of(flow).rotate_left(17),
+            sent_at: now,
+            ..Packet::control()
+        });
+        let ib = self.ibs();
+        ib.totals.becn_sent += 1;
+        ib.cnp_queue[f.dst as usize].push_back(id);
+        self.ib_nic_send(s, f.dst);
+    }
+
+    /// Registers a started flow with its HCA's VL queue.
+    pub(super) fn ib_flow_started(&mut self, flow: u32) {
+        let f = self.flows[flow as usize];
+        let ib = self.ibs();
+        let vl = ib.cfg.sl2vl[f.class as usize & 15];
+        ib.host_flows[f.src as usize][vl as usize].push_back(flow);
+    }
+
+    /// HCA `h` sends if its port is idle: flow-control packets first, then congestion
+    /// notifications, then data by VL arbitration and round-robin over the VL's flows.
+    pub(super) fn ib_nic_send<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
+        let now = s.now();
+        let p = self.nics[h as usize].port;
+        let busy_until = self.ports[p as usize].busy_until;
+        if busy_until > now {
+            self.nic_wake_at(s, h, busy_until);
+            return;
+        }
+        if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
+            let done = self.ib_send_fc(s, p, vl);
+            self.nic_wake_at(s, h, done);
+            return;
+        }
+        if let Some(&id) = self.ibr().cnp_queue[h as usize].front() {
+            let (vl, wire) = {
+                let pk = self.packets.get(id);
+                (pk.vl, pk.wire_bytes)
+            };
+            let b = blocks(wire) as u64;
+            if b <= self.ibr().avail(p, vl) {
+                self.ibs().cnp_queue[h as usize].pop_front();
+                let o = self.ibr().ix(p, vl);
+                self.ibs().fctbs[o] += b;
+                let done = self.ib_transmit(s, p, id, SimTime::ZERO);
+                self.nic_wake_at(s, h, done);
+                return;
+            }
+            // No credits for the notification: data on other VLs may still go.
+        }
+        // Per VL: the first flow allowed to send now (rotating the others behind it), and
+        // whether credits cover its next packet.
+        let nv = self.ibr().nv as u8;
+        let mtu = self.cfg.mtu_bytes as u64;
+        let header = self.cfg.header_bytes;
+        let mut ready = 0u16;
+        let mut earliest = SimTime::MAX;
+        let mut cand = [u32::MAX; 16];
+        for vl in 0..nv {
+            let n = self.ibr().host_flows[h as usize][vl as usize].len();
+            for _ in 0..n {
+                let f = self.ibr().host_flows[h as usize][vl as usize][0];
+                let st = &self.flow_state[f as usize];
+                if st.next_send_at <= now {
+                    cand[vl as usize] = f;
+                    break;
+                }
+                earliest = earliest.min(st.next_send_at);
+                self.ibs().host_flows[h as usize][vl as usize].rotate_left(1);
+            }
+            let f = cand[vl as usize];
+            if f == u32::MAX {
+                continue;
+            }
+            let wire = self.flow_state[f as usize].unsent_bytes.min(mtu) as u32 + header;
+            if blocks(wire) as u64 <= self.ibr().avail(p, vl) {
+                ready |= 1 << vl;
+                self.ibs().stall_end(p, vl, now);
+            } else {
+                let cause = self.downstream_cause(p, vl);
+                self.ibs().stall_begin(p, vl, now, cause);
+            }
+        }
+        if ready == 0 {
+            if earliest != SimTime::MAX {
+                self.nic_wake_at(s, h, earliest);
+            }
+            // Flows short of credits are woken by the flow-control packet that brings them.
+            return;
+        }
+        let ib = self.ibs();
+        let is_ready = |vl: u8| ready & (1 << vl) != 0;
+        let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
+        let vl = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready).expect("a ready VL");
+        let f = ib.host_flows[h as usize][vl as usize]
+            .pop_front()
+            .expect("candidate flow");
+        let id = self.cut_packet(now, f, vl);
+        let wire = self.packets.get(id).wire_bytes;
+        let b = blocks(wire);
+        let ib = self.ibs();
+        ib.arb[p as usize].charge(b, low_waiting);
+        let o = ib.ix(p, vl);
+        ib.fctbs[o] += b as u64;
+        if self.flow_state[f as usize].unsent_bytes > 0 {
+            self.ibs().host_flows[h as usize][vl as usize].push_back(f);
+        }
+        let done = self.ib_transmit(s, p, id, SimTime::ZERO);
+        let more = self.ibr().host_flows[h as usize].iter().any(|q| !q.is_empty())
+            || !self.ibr().cnp_queue[h as usize].is_empty()
+            || !self.ibr().ctrl[p as usize].is_empty();
+        if more {
+            self.nic_wake_at(s, h, done);
+        }
+    }
+}
+
+impl IbState {
+    /// Bytes waiting for output `p`, all VLs.
+    fn out_bytes_total(&self, p: u32) -> u64 {
+        (0..self.nv as u8).map(|vl| self.out_bytes[self.ix(p, vl)]).sum()
+    }
+
+    /// Load of output `p` for adaptive routing on `vl`: bytes waiting for it plus bytes sent
+    /// on it whose credits have not come back.
+    pub(super) fn adaptive_load(&self, p: u32, vl: u8, init_blocks: u64) -> u64 {
+        let i = self.ix(p, vl);
+        let outstanding = init_blocks.saturating_sub(self.fccl[i] - self.fctbs[i]);
+        self.out_bytes_total(p) + outstanding * 64
+    }
+}
+
+impl IbState {
+    /// Data packets (not control) waiting in input buffers.
+    pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
+        self.inq
+            .iter()
+            .flat_map(|q| q.iter())
+            .filter(|&&id| packets.get(id).kind == PacketKind::Data)
+            .count() as u64
+    }
+}

@@ -1,0 +1,532 @@
+//! Priority-based flow control (PFC, IEEE 802.1Qbb): pure state machines and arithmetic.
+//!
+//! Facts and defaults: `shared/reference/models.md` §2.2 (frame, quanta, headroom formulas),
+//! §2.3 (HPCC-sim resume offset), §2.8 (storms, watchdog), validation case §5.2.
+//!
+//! A PFC frame is a MAC Control frame (EtherType 0x8808, opcode 0x0101, DA
+//! 01-80-C2-00-00-01, 64 B minimum) with an 8-bit class-enable vector and eight 16-bit pause
+//! timers in *quanta* of 512 bit times at the link's rate. Quanta 0 means "resume now".
+//!
+//! Two halves, one at each end of a link, talking only through frames that cross the link
+//! with its delay (back-pressure is a message):
+//! - [`PfcSender`], per *ingress* port of the congested node: turns the buffer model's
+//!   XOFF/XON decisions (see [`crate::models::buffer::SharedBuffer`], or [`Hysteresis`] for a
+//!   static threshold) into PAUSE/RESUME frames, and refreshes a PAUSE before it expires
+//!   while the priority is still congested (practice: XOFF = maximum quanta, refreshed;
+//!   XON = quanta 0).
+//! - [`PfcReceiver`], per *egress* port of the upstream node: keeps, per priority, the time
+//!   until which that priority may not start a frame, and counts the paused time.
+//!
+//! [`PfcWatchdog`] detects a priority paused continuously longer than a window (storm).
+//! Headroom sizing is a set of pure functions ([`mlx5_xoff_bytes`], [`headroom_bytes`],
+//! [`hpcc_sim_headroom_bytes`]).
+
+use sim_core::{BitsPerSec, Bytes, Duration, SimTime, serialization_time};
+
+/// Number of priorities (802.1p PCP values).
+pub const N_PRIORITIES: usize = 8;
+/// One pause quantum is 512 bit times (802.1Qbb; models.md §2.2), i.e. the time to send 64 B.
+pub const PAUSE_QUANTUM_BITS: u64 = 512;
+/// Largest pause time a frame can carry, in quanta (16-bit field).
+pub const MAX_PAUSE_QUANTA: u16 = u16::MAX;
+/// PFC frame size: the 64-B Ethernet minimum frame (incl. FCS).
+pub const PFC_FRAME_BYTES: u64 = 64;
+/// PFC frame on the wire: 64 B + preamble/SFD 8 B + inter-frame gap 12 B (models.md §2.1).
+pub const PFC_FRAME_WIRE_BYTES: u64 = 84;
+/// XON hysteresis of HPCC-sim's MMU: resume when shared use + 3 KB ≤ threshold
+/// (`switch-mmu.cc` `resume_offset`, models.md §2.3, §5.2).
+pub const HPCC_SIM_RESUME_OFFSET_BYTES: u64 = 3 * 1024;
+/// Propagation delay in fibre/copper: 5 ns per metre (models.md §2.2 generic derivation).
+pub const PROPAGATION_PS_PER_M: u64 = 5_000;
+/// Storm-detection window of [`PfcWatchdog`]: 100 ms, the order of magnitude in models.md
+/// §2.8 ("stall of ~100 ms-scale", recalled from Guo et al. SIGCOMM'16; no primary default).
+pub const WATCHDOG_DETECTION_PS: u64 = 100_000_000_000;
+
+/// Duration of one pause quantum (512 bit times) at `rate`, rounded up to the ps.
+pub fn quantum_duration(rate: BitsPerSec) -> Duration {
+    serialization_time(Bytes(PAUSE_QUANTUM_BITS / 8), rate)
+}
+
+/// Duration of a pause of `quanta` at `rate` (exact in bit times, rounded up to the ps).
+pub fn pause_duration(quanta: u16, rate: BitsPerSec) -> Duration {
+    serialization_time(Bytes(quanta as u64 * PAUSE_QUANTUM_BITS / 8), rate)
+}
+
+/// The fewest quanta that cover `d` at `rate`, saturating at [`MAX_PAUSE_QUANTA`].
+pub fn quanta_for(d: Duration, rate: BitsPerSec) -> u16 {
+    let bits = (d.ps() as u128 * rate.0 as u128).div_ceil(sim_core::time::PS_PER_S as u128);
+    let q = bits.div_ceil(PAUSE_QUANTUM_BITS as u128);
+    q.min(MAX_PAUSE_QUANTA as u128) as u16
+}
+
+/// A PFC frame: which priorities it addresses and the pause time of each (quanta 0 = resume).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PfcFrame {
+    /// Class-enable vector: bit `p` set = the frame carries a timer for priority `p`.
+    pub enable_mask: u8,
+    /// Pause time per priority in quanta (ignored where the enable bit is clear).
+    pub quanta: [u16; N_PRIORITIES],
+}
+
+impl PfcFrame {
+    /// A frame pausing `prio` for `quanta` (0 = resume).
+    pub fn single(prio: u8, quanta: u16) -> Self {
+        let mut f = PfcFrame::default();
+        f.set(prio, quanta);
+        f
+    }
+    pub fn set(&mut self, prio: u8, quanta: u16) {
+        assert!((prio as usize) < N_PRIORITIES, "PFC priority {prio} out of range 0..8");
+        self.enable_mask |= 1 << prio;
+        self.quanta[prio as usize] = quanta;
+    }
+    /// The timer for `prio`, if the frame carries one.
+    pub fn get(&self, prio: u8) -> Option<u16> {
+        (self.enable_mask & (1 << prio) != 0).then_some(self.quanta[prio as usize])
+    }
+    /// Size on the wire (preamble, SFD and inter-frame gap included).
+    pub const fn wire_bytes(&self) -> u64 {
+        PFC_FRAME_WIRE_BYTES
+    }
+}
+
+/// An XOFF/XON decision for one (ingress port, priority).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PfcEdge {
+    /// Occupancy reached the XOFF threshold: pause the upstream.
+    Xoff,
+    /// Occupancy fell to the XON threshold: resume the upstream.
+    Xon,
+}
+
+/// Static-threshold hysteresis for one (ingress port, priority): XOFF when occupancy reaches
+/// `xoff_bytes`, XON when it falls to `xoff_bytes − resume_offset_bytes` (e.g. ns3-rdma static
+/// mode: XON at limit − 2 cells; mlx5: XON at XOFF threshold − MTU). Dynamic thresholds come
+/// from [`crate::models::buffer::SharedBuffer`] instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hysteresis {
+    xoff_bytes: u64,
+    xon_bytes: u64,
+    paused: bool,
+}
+
+impl Hysteresis {
+    /// Panics if `resume_offset_bytes > xoff_bytes`.
+    pub fn new(xoff_bytes: u64, resume_offset_bytes: u64) -> Self {
+        assert!(
+            resume_offset_bytes <= xoff_bytes,
+            "resume offset {resume_offset_bytes} B exceeds XOFF threshold {xoff_bytes} B"
+        );
+        Hysteresis {
+            xoff_bytes,
+            xon_bytes: xoff_bytes - resume_offset_bytes,
+            paused: false,
+        }
+    }
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+    /// Call whenever the occupancy changes; returns the edge it caused, if any.
+    pub fn update(&mut self, occupancy_bytes: u64) -> Option<PfcEdge> {
+        if !self.paused && occupancy_bytes >= self.xoff_bytes {
+            self.paused = true;
+            Some(PfcEdge::Xoff)
+        } else if self.paused && occupancy_bytes <= self.xon_bytes {
+            self.paused = false;
+            Some(PfcEdge::Xon)
+        } else {
+            None
+        }
+    }
+}
+
+/// The sending side of PFC on one port (the node whose ingress buffer fills): which
+/// priorities it holds paused upstream, and when each PAUSE must be refreshed.
+///
+/// Hooks: [`PfcSender::on_edge`] when the buffer model reports XOFF/XON for a priority of this
+/// ingress port; [`PfcSender::on_timer`] at [`PfcSender::next_timer`]. Each returns the frame
+/// to put on the reverse link now, if any.
+#[derive(Clone, Debug)]
+pub struct PfcSender {
+    pause_quanta: u16,
+    refresh_after: Duration,
+    asserted_mask: u8,
+    refresh_at: [SimTime; N_PRIORITIES],
+    pauses_sent: [u64; N_PRIORITIES],
+    resumes_sent: [u64; N_PRIORITIES],
+}
+
+impl PfcSender {
+    /// PAUSE frames carry `pause_quanta` (> 0; practice: [`MAX_PAUSE_QUANTA`]) and are
+    /// refreshed every `refresh_after` while the priority stays congested; it must be
+    /// shorter than the pause minus the link's round trip. [`PfcSender::with_defaults`]
+    /// uses half the pause time (an assumption: models.md gives no refresh period).
+    pub fn new(pause_quanta: u16, refresh_after: Duration) -> Self {
+        assert!(pause_quanta > 0, "a PAUSE needs quanta > 0 (0 is RESUME)");
+        assert!(refresh_after.ps() > 0, "refresh period must be > 0");
+        PfcSender {
+            pause_quanta,
+            refresh_after,
+            asserted_mask: 0,
+            refresh_at: [SimTime::MAX; N_PRIORITIES],
+            pauses_sent: [0; N_PRIORITIES],
+            resumes_sent: [0; N_PRIORITIES],
+        }
+    }
+
+    /// Maximum quanta, refreshed at half the pause time at `link_rate`.
+    pub fn with_defaults(link_rate: BitsPerSec) -> Self {
+        let half = Duration(pause_duration(MAX_PAUSE_QUANTA, link_rate).ps() / 2);
+        PfcSender::new(MAX_PAUSE_QUANTA, half)
+    }
+
+    /// Whether `prio` is held paused upstream.
+    pub fn is_asserted(&self, prio: u8) -> bool {
+        self.asserted_mask & (1 << prio) != 0
+    }
+    /// PAUSE frames (incl. refreshes) and RESUME frames sent for `prio`.
+    pub fn frames_sent(&self, prio: u8) -> (u64, u64) {
+        (self.pauses_sent[prio as usize], self.resumes_sent[prio as usize])
+    }
+
+    /// The buffer model reported `edge` for `prio` of this ingress port at `now`: returns the
+    /// PAUSE (XOFF while not yet asserted) or RESUME (XON while asserted) to send now.
+    pub fn on_edge(&mut self, now: SimTime, prio: u8, edge: PfcEdge) -> Option<PfcFrame> {
+        let bit = 1u8 << prio;
+        match edge {
+            PfcEdge::Xoff if self.asserted_mask & bit == 0 => {
+                self.asserted_mask |= bit;
+                self.refresh_at[prio as usize] = now + self.refresh_after;
+                self.pauses_sent[prio as usize] += 1;
+                Some(PfcFrame::single(prio, self.pause_quanta))
+            }
+            PfcEdge::Xon if self.asserted_mask & bit != 0 => {
+                self.asserted_mask &= !bit;
+                self.refresh_at[prio as usize] = SimTime::MAX;
+                self.resumes_sent[prio as usize] += 1;
+                Some(PfcFrame::single(prio, 0))
+            }
+            _ => None,
+        }
+    }
+
+    /// When a refresh is due next (`None`: nothing asserted).
+    pub fn next_timer(&self) -> Option<SimTime> {
+        let t = self.refresh_at.iter().copied().min().unwrap_or(SimTime::MAX);
+        (t != SimTime::MAX).then_some(t)
+    }
+
+    /// Refreshes every asserted priority whose refresh is due at `now`, in one frame.
+    pub fn on_timer(&mut self, now: SimTime) -> Option<PfcFrame> {
+        let mut frame = PfcFrame::default();
+        for prio in 0..N_PRIORITIES as u8 {
+            let i = prio as usize;
+            if self.is_asserted(prio) && self.refresh_at[i] <= now {
+                frame.set(prio, self.pause_quanta);
+                self.refresh_at[i] = now + self.refresh_after;
+                self.pauses_sent[i] += 1;
+            }
+        }
+        (frame.enable_mask != 0).then_some(frame)
+    }
+}
+
+/// The receiving side of PFC on one egress port (upstream of the congestion): per priority,
+/// until when it may not start a frame, and how long it has been paused in total.
+///
+/// Hooks: [`PfcReceiver::on_frame`] when a PFC frame arrives at this port; ask
+/// [`PfcReceiver::may_send`] before starting a frame of a priority (a frame already in
+/// serialization completes); wake the port at [`PfcReceiver::next_expiry`].
+#[derive(Clone, Debug)]
+pub struct PfcReceiver {
+    rate: BitsPerSec,
+    paused_from: [SimTime; N_PRIORITIES],
+    paused_until: [SimTime; N_PRIORITIES],
+    paused_ps_closed: [u64; N_PRIORITIES],
+    frames_received: [u64; N_PRIORITIES],
+}
+
+impl PfcReceiver {
+    /// `rate`: the link rate, which sets the length of a quantum.
+    pub fn new(rate: BitsPerSec) -> Self {
+        assert!(rate.0 > 0, "PFC receiver on a zero-rate link");
+        PfcReceiver {
+            rate,
+            paused_from: [SimTime::ZERO; N_PRIORITIES],
+            paused_until: [SimTime::ZERO; N_PRIORITIES],
+            paused_ps_closed: [0; N_PRIORITIES],
+            frames_received: [0; N_PRIORITIES],
+        }
+    }
+
+    /// A PFC frame arrives at `now`: each enabled priority is paused for its quanta from
+    /// `now` (a new timer replaces the old one), or resumed at once for quanta 0.
+    /// Returns the mask of priorities that may send again now (resumed).
+    pub fn on_frame(&mut self, now: SimTime, frame: &PfcFrame) -> u8 {
+        let mut resumed = 0u8;
+        for prio in 0..N_PRIORITIES as u8 {
+            let Some(q) = frame.get(prio) else { continue };
+            let i = prio as usize;
+            self.frames_received[i] += 1;
+            // Close the current pause interval at `now` (or where it already ended).
+            let end = self.paused_until[i].min(now);
+            if end > self.paused_from[i] {
+                self.paused_ps_closed[i] += end.ps() - self.paused_from[i].ps();
+            }
+            let was_paused = self.paused_until[i] > now;
+            self.paused_from[i] = now;
+            self.paused_until[i] = if q == 0 {
+                now
+            } else {
+                now + pause_duration(q, self.rate)
+            };
+            if q == 0 && was_paused {
+                resumed |= 1 << prio;
+            }
+        }
+        resumed
+    }
+
+    /// Whether a frame of `prio` may start at `now`.
+    pub fn may_send(&self, prio: u8, now: SimTime) -> bool {
+        self.paused_until[prio as usize] <= now
+    }
+    /// Until when `prio` is paused (≤ now: not paused).
+    pub fn paused_until(&self, prio: u8) -> SimTime {
+        self.paused_until[prio as usize]
+    }
+    /// The earliest pause expiry after `now` (when the port should look again).
+    pub fn next_expiry(&self, now: SimTime) -> Option<SimTime> {
+        self.paused_until.iter().copied().filter(|&t| t > now).min()
+    }
+    /// Total time `prio` has been paused up to `now`.
+    pub fn paused_time(&self, prio: u8, now: SimTime) -> Duration {
+        let i = prio as usize;
+        let end = self.paused_until[i].min(now);
+        let open = end.ps().saturating_sub(self.paused_from[i].ps());
+        Duration(self.paused_ps_closed[i] + open)
+    }
+    pub fn frames_received(&self, prio: u8) -> u64 {
+        self.frames_received[prio as usize]
+    }
+}
+
+/// PFC storm detection (SONiC-style watchdog, models.md §2.8): a priority paused
+/// continuously for `detection` is reported; what to do then (ignore PAUSE, drop the
+/// queue's packets) is the engine's choice.
+#[derive(Clone, Debug)]
+pub struct PfcWatchdog {
+    detection: Duration,
+    paused_since: [Option<SimTime>; N_PRIORITIES],
+    storms: [u64; N_PRIORITIES],
+}
+
+impl PfcWatchdog {
+    pub fn new(detection: Duration) -> Self {
+        assert!(detection.ps() > 0, "watchdog window must be > 0");
+        PfcWatchdog {
+            detection,
+            paused_since: [None; N_PRIORITIES],
+            storms: [0; N_PRIORITIES],
+        }
+    }
+    /// Fires when the port's pause state of `prio` changes (from [`PfcReceiver`]).
+    pub fn on_pause_state(&mut self, now: SimTime, prio: u8, paused: bool) {
+        let s = &mut self.paused_since[prio as usize];
+        match (paused, *s) {
+            (true, None) => *s = Some(now),
+            (false, _) => *s = None,
+            (true, Some(_)) => {}
+        }
+    }
+    /// When the next storm could be declared (`None`: nothing paused).
+    pub fn next_check(&self) -> Option<SimTime> {
+        self.paused_since.iter().flatten().map(|&t| t + self.detection).min()
+    }
+    /// Priorities paused continuously for at least the window at `now` (bit mask); each is
+    /// reported once per continuous pause (its timer restarts).
+    pub fn check(&mut self, now: SimTime) -> u8 {
+        let mut mask = 0u8;
+        for (i, s) in self.paused_since.iter_mut().enumerate() {
+            if let Some(t) = *s
+                && t + self.detection <= now
+            {
+                mask |= 1 << i;
+                self.storms[i] += 1;
+                *s = Some(now);
+            }
+        }
+        mask
+    }
+    pub fn storms(&self, prio: u8) -> u64 {
+        self.storms[prio as usize]
+    }
+}
+
+/// NVIDIA mlx5 driver headroom (`port_buffer.c: calculate_xoff`, models.md §2.2):
+/// `xoff = (301 + 2.16·cable_m)·speed_gbps + 2.72·mtu`, speed floored at 40 Gb/s, rounded up
+/// to the byte (the driver's own integer arithmetic programs slightly less, models.md §8).
+pub fn mlx5_xoff_bytes(cable_m: u64, speed: BitsPerSec, mtu_bytes: u64) -> u64 {
+    let gbps = (speed.0 / 1_000_000_000).max(40) as u128;
+    let num = (30_100 + 216 * cable_m as u128) * gbps + 272 * mtu_bytes as u128;
+    num.div_ceil(100) as u64
+}
+
+/// Generic headroom bound (models.md §2.2): the bytes that can still arrive on a
+/// (port, priority) after its XOFF decision,
+/// `(2·cable_m·5 ns/m + response)·rate/8 + 2·max_frame_wire_bytes + PFC frame`:
+/// the round trip of the PAUSE on the cable plus the upstream's response time at line
+/// rate, one maximum frame already in serialization at each end, and the PFC frame itself.
+/// Rounded up to the byte.
+pub fn headroom_bytes(cable_m: u64, rate: BitsPerSec, max_frame_wire_bytes: u64, response: Duration) -> u64 {
+    let t_ps = 2 * cable_m as u128 * PROPAGATION_PS_PER_M as u128 + response.ps() as u128;
+    let in_flight = (t_ps * rate.0 as u128).div_ceil(8 * sim_core::time::PS_PER_S as u128) as u64;
+    in_flight + 2 * max_frame_wire_bytes + PFC_FRAME_WIRE_BYTES
+}
+
+/// HPCC-sim's headroom per port: `3 · rate · link_delay / 8` (`third.cc`, models.md §2.2).
+pub fn hpcc_sim_headroom_bytes(rate: BitsPerSec, link_delay: Duration) -> u64 {
+    (3 * rate.0 as u128 * link_delay.ps() as u128 / (8 * sim_core::time::PS_PER_S as u128)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn gbps(x: u64) -> BitsPerSec {
+        BitsPerSec::from_gbps(x)
+    }
+
+    /// The pause-quanta table of models.md §2.2, to the digits printed there.
+    #[test]
+    fn pause_quanta_table() {
+        // (rate, 1 quantum in ps, max pause in ps, printed max pause in ns rounded)
+        let rows: [(u64, u64, u64, &str); 5] = [
+            (25, 20_480, 1_342_156_800, "1342 µs"),
+            (100, 5_120, 335_539_200, "335.5 µs"),
+            (200, 2_560, 167_769_600, "167.8 µs"),
+            (400, 1_280, 83_884_800, "83.9 µs"),
+            (800, 640, 41_942_400, "41.9 µs"),
+        ];
+        for (g, q_ps, max_ps, printed) in rows {
+            assert_eq!(quantum_duration(gbps(g)).ps(), q_ps, "{g}G quantum");
+            let max = pause_duration(MAX_PAUSE_QUANTA, gbps(g));
+            assert_eq!(max.ps(), max_ps, "{g}G max pause ({printed})");
+            // The printed value, rounded to 0.1 µs (1 µs for 25G).
+            let tenth_us = (max.ps() + 50_000) / 100_000;
+            let expect: u64 = match g {
+                25 => 13_420,
+                100 => 3_355,
+                200 => 1_678,
+                400 => 839,
+                _ => 419,
+            };
+            let got = if g == 25 {
+                (max.ps() + 500_000) / 1_000_000 * 10
+            } else {
+                tenth_us
+            };
+            assert_eq!(got, expect, "{g}G: {printed}");
+        }
+        assert_eq!(quanta_for(Duration::from_ns(1), gbps(100)), 1);
+        assert_eq!(quanta_for(Duration(5_120), gbps(100)), 1);
+        assert_eq!(quanta_for(Duration(5_121), gbps(100)), 2);
+        assert_eq!(quanta_for(Duration::from_ms(1), gbps(100)), MAX_PAUSE_QUANTA);
+    }
+
+    #[test]
+    fn mlx5_worked_values() {
+        // models.md §2.2 worked values and §5.2.
+        assert_eq!(mlx5_xoff_bytes(3, gbps(100), 4200), 42_172); // "42.2 KB"
+        assert_eq!(mlx5_xoff_bytes(5, gbps(100), 4200), 42_604); // §5.2 "≈42.6 KB"
+        assert_eq!(mlx5_xoff_bytes(100, gbps(100), 9216), 76_768); // "76.8 KB"
+        assert_eq!(mlx5_xoff_bytes(3, gbps(400), 4200), 134_416); // "134.4 KB"
+        assert_eq!(mlx5_xoff_bytes(100, gbps(400), 4200), 218_224); // "218.2 KB"
+        assert_eq!(mlx5_xoff_bytes(30, gbps(800), 4200), 304_064); // "304 KB"
+        // Speed floored at 40G.
+        assert_eq!(mlx5_xoff_bytes(0, gbps(25), 0), 301 * 40);
+    }
+
+    #[test]
+    fn generic_and_hpcc_headroom() {
+        // 100G, 5 m, 2.4 µs response: (50 ns + 2400 ns)·12.5 B/ns = 30625 B, + 2·4282 + 84.
+        assert_eq!(
+            headroom_bytes(5, gbps(100), 4282, Duration::from_ns(2400)),
+            30_625 + 2 * 4282 + 84
+        );
+        // HPCC-sim: 100G, 1 µs → 37.5 KB.
+        assert_eq!(hpcc_sim_headroom_bytes(gbps(100), Duration::from_us(1)), 37_500);
+    }
+
+    #[test]
+    fn hysteresis_xoff_then_xon_at_offset() {
+        let mut h = Hysteresis::new(100_000, HPCC_SIM_RESUME_OFFSET_BYTES);
+        assert_eq!(h.update(99_999), None);
+        assert_eq!(h.update(100_000), Some(PfcEdge::Xoff));
+        assert_eq!(h.update(120_000), None);
+        assert_eq!(h.update(100_000 - 3072 + 1), None);
+        assert_eq!(h.update(100_000 - 3072), Some(PfcEdge::Xon));
+        assert_eq!(h.update(0), None);
+    }
+
+    #[test]
+    fn sender_pauses_refreshes_and_resumes() {
+        let rate = gbps(100);
+        let mut s = PfcSender::with_defaults(rate);
+        let half = pause_duration(MAX_PAUSE_QUANTA, rate).ps() / 2;
+        assert_eq!(s.next_timer(), None);
+        let f = s.on_edge(SimTime(1000), 3, PfcEdge::Xoff).unwrap();
+        assert_eq!(f.enable_mask, 1 << 3);
+        assert_eq!(f.get(3), Some(MAX_PAUSE_QUANTA));
+        assert_eq!(f.get(2), None);
+        assert_eq!(s.on_edge(SimTime(2000), 3, PfcEdge::Xoff), None, "already asserted");
+        assert_eq!(s.next_timer(), Some(SimTime(1000 + half)));
+        assert_eq!(s.on_timer(SimTime(1000 + half - 1)), None);
+        // A second priority joins; the refresh of prio 3 comes alone.
+        s.on_edge(SimTime(5000), 6, PfcEdge::Xoff).unwrap();
+        let r = s.on_timer(SimTime(1000 + half)).unwrap();
+        assert_eq!(r.enable_mask, 1 << 3);
+        assert_eq!(s.next_timer(), Some(SimTime(5000 + half)));
+        let x = s.on_edge(SimTime(9000), 3, PfcEdge::Xon).unwrap();
+        assert_eq!(x.get(3), Some(0), "XON is a pause of 0 quanta");
+        assert_eq!(s.on_edge(SimTime(9001), 3, PfcEdge::Xon), None);
+        assert_eq!(s.frames_sent(3), (2, 1));
+        assert!(s.is_asserted(6));
+        assert_eq!(f.wire_bytes(), 84);
+    }
+
+    #[test]
+    fn receiver_pauses_expires_resumes_and_counts() {
+        let rate = gbps(100);
+        let mut r = PfcReceiver::new(rate);
+        assert!(r.may_send(3, SimTime(0)));
+        // 100 quanta at 100G = 512 ns.
+        assert_eq!(r.on_frame(SimTime(1_000), &PfcFrame::single(3, 100)), 0);
+        assert!(!r.may_send(3, SimTime(1_000)));
+        assert!(r.may_send(2, SimTime(1_000)), "only the paused priority stops");
+        assert_eq!(r.paused_until(3), SimTime(1_000 + 512_000));
+        assert_eq!(r.next_expiry(SimTime(1_000)), Some(SimTime(513_000)));
+        assert!(r.may_send(3, SimTime(513_000)), "the pause expires");
+        assert_eq!(r.paused_time(3, SimTime(900_000)).ps(), 512_000);
+        // Pause again, then an explicit resume 100 ns later.
+        r.on_frame(SimTime(1_000_000), &PfcFrame::single(3, MAX_PAUSE_QUANTA));
+        assert_eq!(r.on_frame(SimTime(1_100_000), &PfcFrame::single(3, 0)), 1 << 3);
+        assert!(r.may_send(3, SimTime(1_100_000)));
+        assert_eq!(r.paused_time(3, SimTime(2_000_000)).ps(), 512_000 + 100_000);
+        assert_eq!(r.frames_received(3), 3);
+        assert_eq!(r.next_expiry(SimTime(2_000_000)), None);
+    }
+
+    #[test]
+    fn watchdog_detects_continuous_pause() {
+        let mut w = PfcWatchdog::new(Duration(WATCHDOG_DETECTION_PS));
+        w.on_pause_state(SimTime(10), 3, true);
+        w.on_pause_state(SimTime(20), 3, true);
+        assert_eq!(w.next_check(), Some(SimTime(10 + WATCHDOG_DETECTION_PS)));
+        assert_eq!(w.check(SimTime(9 + WATCHDOG_DETECTION_PS)), 0);
+        assert_eq!(w.check(SimTime(10 + WATCHDOG_DETECTION_PS)), 1 << 3);
+        assert_eq!(w.storms(3), 1);
+        w.on_pause_state(SimTime(11 + WATCHDOG_DETECTION_PS), 3, false);
+        assert_eq!(w.next_check(), None);
+    }
+}
