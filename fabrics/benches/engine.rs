@@ -29,7 +29,7 @@
 use fabrics::engine::{EngineConfig, Ev, Fabric};
 use fabrics::models::{AnyBuffer, PerPortTailDrop};
 use fabrics::routing::Routes;
-use fabrics::topology::{LinkInfo, fat_tree};
+use fabrics::topology::{LinkInfo, LinkKind, fat_tree};
 use fabrics::traffic::{FlowSizeCdf, FlowSpec, POISSON_STREAM_BASE, PoissonSpec, TrafficLimits, permutation, poisson};
 use sim_core::rng::stream;
 use sim_core::{BitsPerSec, Bytes, Duration, EventQueue, HeapQueue, RngStreams, RunLimits, SimTime, WheelQueue};
@@ -126,10 +126,12 @@ fn build(case: &Case) -> (Fabric, usize, u32) {
     let host_link = LinkInfo {
         rate: BitsPerSec::from_gbps(100),
         delay: Duration::from_ns(15),
+        kind: LinkKind::Network,
     };
     let fabric_link = LinkInfo {
         rate: BitsPerSec::from_gbps(100),
         delay: Duration::from_ns(100),
+        kind: LinkKind::Network,
     };
     let topo = fat_tree::build(case.k, host_link, fabric_link).expect("valid fat-tree");
     let routes = Routes::ecmp(&topo);

@@ -3,8 +3,16 @@
 
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
-use crate::schema::{BufferSpec, CustomLink, LinkSpec, Scenario, TopologySpec, WorkloadSpec};
-use fabrics::engine::{EngineConfig, MAX_MTU_BYTES};
+use crate::schema::{
+    BufferSpec, CustomLink, FabricKind, InfinibandSpec, LinkSpec, RoutingSpec, Scenario, TopologySpec, VlArbEntrySpec,
+    WorkloadSpec,
+};
+use crate::units::SizeSpec;
+use fabrics::engine::{
+    DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig, MAX_MTU_BYTES,
+    RoutePick,
+};
+use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
 use fabrics::routing::Routes;
 use fabrics::topology::{LinkInfo, Topology, fat_tree, leaf_spine, sizing};
@@ -25,6 +33,8 @@ pub const MAX_FLOWS: usize = 10_000_000;
 pub const MAX_CLASS: u8 = 15;
 /// Most `[[workload]]` entries one scenario may have (groups are numbered with `u16`).
 pub const MAX_WORKLOADS: usize = 4096;
+/// Largest InfiniBand VL buffer, in credits (16 MiB).
+pub const MAX_IB_BUFFER_BLOCKS: u64 = 1 << 18;
 /// Longest simulated time a scenario may ask for (an hour).
 pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
 /// Largest size of a flow-size CDF file.
@@ -125,9 +135,14 @@ impl Loaded {
             (None, Some(m)) => Duration(DELAY_PER_METRE.ps() * m as u64),
             (None, None) => Duration(DELAY_PER_METRE.ps() * DEFAULT_CABLE_M as u64),
         };
+        let kind = match self.scenario.fabric.kind {
+            FabricKind::Infiniband => fabrics::topology::LinkKind::InfiniBand,
+            FabricKind::Ethernet => fabrics::topology::LinkKind::Network,
+        };
         Ok(LinkInfo {
             rate: l.rate.get(),
             delay,
+            kind,
         })
     }
 
@@ -278,18 +293,37 @@ impl Loaded {
 
     fn build_engine(&self) -> Result<EngineConfig, ScenarioError> {
         let f = &self.scenario.fabric;
+        let ib_kind = f.kind == FabricKind::Infiniband;
         let mtu = f.mtu.get().get();
         if mtu == 0 || mtu > MAX_MTU_BYTES as u64 {
             return Err(self.err("fabric.mtu", format!("expected 1B..={MAX_MTU_BYTES}B, got {mtu}B")));
         }
-        let header = f.header.get().get();
+        if ib_kind && !ib::link::MTUS_BYTES.contains(&(mtu as u32)) {
+            return Err(self.err(
+                "fabric.mtu",
+                format!("an InfiniBand MTU is one of 256B, 512B, 1KiB, 2KiB, 4KiB; got {mtu}B"),
+            ));
+        }
+        if !ib_kind && f.infiniband.is_some() {
+            return Err(self.err("fabric.infiniband", "[fabric.infiniband] needs kind = \"infiniband\""));
+        }
+        let grh = f.infiniband.as_ref().is_some_and(|i| i.grh);
+        let header = match f.header {
+            Some(h) => h.get().get(),
+            None if ib_kind => ib::link::header_bytes(grh) as u64,
+            None => ETHERNET_ROCE_HEADER_BYTES as u64,
+        };
         if header > 1024 {
             return Err(self.err(
                 "fabric.header",
                 format!("expected at most 1024B of header, got {header}B"),
             ));
         }
-        let switch_latency = f.switch_latency.get();
+        let switch_latency = match f.switch_latency {
+            Some(l) => l.get(),
+            None if ib_kind => ib::DEFAULT_IB_SWITCH_LATENCY,
+            None => DEFAULT_SWITCH_LATENCY,
+        };
         if switch_latency > Duration::from_ms(1) {
             return Err(self.err(
                 "fabric.switch_latency",
@@ -297,7 +331,16 @@ impl Loaded {
             ));
         }
         let buffer = match &f.buffer {
-            BufferSpec::PerPortTailDrop { size } => {
+            Some(_) if ib_kind => {
+                return Err(self.err(
+                    "fabric.buffer",
+                    "InfiniBand switches have per-VL input buffers: set [fabric.infiniband] vl_buffer instead",
+                ));
+            }
+            None => AnyBuffer::PerPortTailDrop(PerPortTailDrop {
+                buffer_bytes: DEFAULT_PORT_BUFFER_BYTES,
+            }),
+            Some(BufferSpec::PerPortTailDrop { size }) => {
                 let b = size.get().get();
                 if b < mtu + header {
                     return Err(self.err(
@@ -311,6 +354,16 @@ impl Loaded {
                 AnyBuffer::PerPortTailDrop(PerPortTailDrop { buffer_bytes: b })
             }
         };
+        let route_pick = match f.routing {
+            RoutingSpec::Ecmp => RoutePick::Ecmp,
+            RoutingSpec::Dmodk => RoutePick::DModK,
+            RoutingSpec::Adaptive => RoutePick::Adaptive,
+        };
+        let ib = if ib_kind {
+            Some(self.build_ib(f.infiniband.as_ref(), (mtu + header) as u32)?)
+        } else {
+            None
+        };
         Ok(EngineConfig {
             mtu_bytes: mtu as u32,
             header_bytes: header as u32,
@@ -320,8 +373,139 @@ impl Loaded {
             flow_control: AnyFlowControl::None,
             marking: AnyMarking::None,
             seed: self.scenario.scenario.seed,
-            ..Default::default()
+            route_pick,
+            ib,
         })
+    }
+
+    /// `[fabric.infiniband]` into the engine's [`IbConfig`], every value range-checked.
+    fn build_ib(&self, spec: Option<&InfinibandSpec>, max_wire: u32) -> Result<IbConfig, ScenarioError> {
+        let default_spec = InfinibandSpec::default();
+        let spec = spec.unwrap_or(&default_spec);
+        let at = |k: &str| format!("fabric.infiniband.{k}");
+        let vls = spec.vls.unwrap_or(1);
+        if vls == 0 || vls > ib::MAX_DATA_VLS {
+            return Err(self.err(
+                &at("vls"),
+                format!("expected 1..={} data VLs, got {vls}", ib::MAX_DATA_VLS),
+            ));
+        }
+        let mut c = IbConfig::with_vls(vls);
+        if let Some(t) = &spec.sl2vl {
+            if t.len() != 16 {
+                return Err(self.err(&at("sl2vl"), format!("expected 16 entries (SL 0..15), got {}", t.len())));
+            }
+            for (sl, &vl) in t.iter().enumerate() {
+                if vl >= vls {
+                    return Err(self.err(
+                        &at("sl2vl"),
+                        format!("SL {sl} maps to VL {vl}, but only VLs 0..{vls} exist"),
+                    ));
+                }
+                c.sl2vl[sl] = vl;
+            }
+        }
+        let need = ib::link::blocks(max_wire) as u64;
+        let credits = |field: &str, size: Option<SizeSpec>, default: u32| -> Result<u32, ScenarioError> {
+            let Some(size) = size else { return Ok(default) };
+            let b = size.get().get();
+            if b % 64 != 0 {
+                return Err(self.err(&at(field), format!("expected whole 64-byte credits, got {b}B")));
+            }
+            let blocks = b / 64;
+            if blocks < need || blocks > MAX_IB_BUFFER_BLOCKS {
+                return Err(self.err(
+                    &at(field),
+                    format!(
+                        "expected {}B (one {max_wire}B packet) ..= {}B, got {b}B",
+                        need * 64,
+                        MAX_IB_BUFFER_BLOCKS * 64
+                    ),
+                ));
+            }
+            Ok(blocks as u32)
+        };
+        c.vl_buffer_blocks = credits("vl_buffer", spec.vl_buffer, c.vl_buffer_blocks)?;
+        c.hca_vl_buffer_blocks = credits("hca_vl_buffer", spec.hca_vl_buffer, c.hca_vl_buffer_blocks)?;
+        if let Some(t) = spec.credit_update_interval {
+            if t.get() > Duration::from_ms(1) {
+                return Err(self.err(
+                    &at("credit_update_interval"),
+                    format!("expected at most 1ms, got {}", t.get()),
+                ));
+            }
+            c.credit_update.min_interval = t.get();
+        }
+        for (field, v, slot) in [
+            ("hoq_life_switch", spec.hoq_life_switch, &mut c.hoq_life_switch),
+            ("hoq_life_leaf", spec.hoq_life_leaf, &mut c.hoq_life_leaf),
+        ] {
+            if let Some(v) = v {
+                if v > 31 {
+                    return Err(self.err(
+                        &at(field),
+                        format!("expected an encoded HOQLife 0..=31 (> 19 = off), got {v}"),
+                    ));
+                }
+                *slot = v;
+            }
+        }
+        if let Some(a) = &spec.vl_arbitration {
+            let entries = |v: &[VlArbEntrySpec]| {
+                v.iter()
+                    .map(|e| VlArbEntry {
+                        vl: e.vl,
+                        weight: e.weight,
+                    })
+                    .collect()
+            };
+            c.vlarb = VlArbConfig {
+                high: entries(&a.high),
+                low: entries(&a.low),
+                high_limit: a.high_limit,
+            };
+            c.vlarb.validate(vls).map_err(|m| self.err(&at("vl_arbitration"), m))?;
+        }
+        if let Some(cc) = &spec.cc {
+            let mut sw = IbCcSwitch::default();
+            let mut src = IbCcSource::default();
+            if let Some(t) = cc.threshold {
+                if t > 15 {
+                    return Err(self.err(&at("cc.threshold"), format!("expected 0..=15, got {t}")));
+                }
+                sw.threshold = t;
+            }
+            if let Some(r) = cc.marking_rate {
+                sw.marking_rate = r;
+            }
+            if let Some(p) = cc.packet_size {
+                sw.packet_size_blocks =
+                    ib::link::blocks(p.get().get().min(u32::MAX as u64) as u32).min(u16::MAX as u32) as u16;
+            }
+            sw.victim_mask = cc.victim_mask;
+            if let Some(v) = cc.ccti_increase {
+                src.ccti_increase = v;
+            }
+            if let Some(v) = cc.ccti_limit {
+                src.ccti_limit = v;
+            }
+            if let Some(v) = cc.ccti_min {
+                src.ccti_min = v;
+            }
+            if let Some(t) = cc.ccti_timer {
+                src.ccti_timer = t.get();
+            }
+            if src.ccti_limit as usize >= src.cct.len() {
+                src.cct = ib::cc::default_cct(src.ccti_limit.saturating_add(1).min(0x3FFF));
+            }
+            src.validate().map_err(|m| self.err(&at("cc"), m))?;
+            c.cc = Some(IbCcConfig {
+                switch: sw,
+                source: std::sync::Arc::new(src),
+            });
+        }
+        c.validate(max_wire).map_err(|m| self.err("fabric.infiniband", m))?;
+        Ok(c)
     }
 
     fn build_flows(&self, n_hosts: u32) -> Result<Vec<FlowSpec>, ScenarioError> {

@@ -105,30 +105,129 @@ pub struct CustomLink {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FabricSpec {
-    /// Which fabric model: today `ethernet` (lossy, output-queued, tail drop).
+    /// Which fabric model: `ethernet` (lossy, output-queued, tail drop) or `infiniband`
+    /// (credit-based, input-buffered cut-through switches; see `[fabric.infiniband]`).
     #[serde(default = "default_fabric_kind")]
     pub kind: FabricKind,
-    /// Largest payload per packet.
+    /// Largest payload per packet (InfiniBand: 256, 512, 1024, 2048 or 4096 B).
     #[serde(default = "default_mtu")]
     pub mtu: SizeSpec,
-    /// Header and framing bytes per packet on the wire (default 82 B: RoCEv2/IPv4 + preamble/IFG).
-    #[serde(default = "default_header")]
-    pub header: SizeSpec,
-    /// Port-to-port latency of every switch.
-    #[serde(default = "default_switch_latency")]
-    pub switch_latency: TimeSpec,
-    /// Egress buffer model.
+    /// Header and framing bytes per packet on the wire (default: Ethernet 82 B, RoCEv2/IPv4 +
+    /// preamble/IFG; InfiniBand 26 B, LRH+BTH+ICRC+VCRC, +40 B with `infiniband.grh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<SizeSpec>,
+    /// Port-to-port latency of every switch (default: Ethernet 500 ns, InfiniBand 130 ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switch_latency: Option<TimeSpec>,
+    /// How a switch picks among equal-cost next hops: `ecmp` (per-flow hash, default),
+    /// `dmodk` (fat-tree D-mod-k), `adaptive` (least-loaded port, per packet).
     #[serde(default)]
-    pub buffer: BufferSpec,
+    pub routing: RoutingSpec,
+    /// Egress buffer model (Ethernet only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<BufferSpec>,
     /// Sender rate of every flow (fixed-rate congestion control); default: the NIC line rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_rate: Option<RateSpec>,
+    /// InfiniBand parameters (only with `kind = "infiniband"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infiniband: Option<InfinibandSpec>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum FabricKind {
     Ethernet,
+    Infiniband,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutingSpec {
+    #[default]
+    Ecmp,
+    Dmodk,
+    Adaptive,
+}
+
+/// `[fabric.infiniband]`: virtual lanes, buffers, credits, arbitration, HOQLife, IB CC.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct InfinibandSpec {
+    /// Data VLs per port, 1..=15 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vls: Option<u8>,
+    /// SL to VL table, 16 entries (default: SL i -> VL i mod vls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl2vl: Option<Vec<u8>>,
+    /// Input buffer per VL of every switch port (default 64KiB = 1024 credits); whole 64-B credits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vl_buffer: Option<SizeSpec>,
+    /// Receive buffer per VL of every HCA (default 64KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hca_vl_buffer: Option<SizeSpec>,
+    /// At most one flow-control packet per VL per this interval (default 0: every change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit_update_interval: Option<TimeSpec>,
+    /// Add the 40-B Global Route Header to every packet (default false).
+    #[serde(default)]
+    pub grh: bool,
+    /// Encoded HOQLife (4.096us x 2^value; > 19 = off) of switch ports towards switches
+    /// (default 18) and towards HCAs (default 16), as opensm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hoq_life_switch: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hoq_life_leaf: Option<u8>,
+    /// VL arbitration tables (default: opensm's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vl_arbitration: Option<VlArbSpec>,
+    /// IB congestion control (Annex A10); absent = off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<IbCcSpec>,
+}
+
+/// `[fabric.infiniband.vl_arbitration]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlArbSpec {
+    #[serde(default)]
+    pub high: Vec<VlArbEntrySpec>,
+    #[serde(default)]
+    pub low: Vec<VlArbEntrySpec>,
+    /// LimitOfHighPriority in 4096-B units (0 = one packet, 255 = unlimited).
+    #[serde(default)]
+    pub high_limit: u8,
+}
+
+/// One table entry: `{ vl = 1, weight = 4 }` (weight in 64-B units, 0..=255).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlArbEntrySpec {
+    pub vl: u8,
+    pub weight: u8,
+}
+
+/// `[fabric.infiniband.cc]`: every field optional, defaults in `docs/models/infiniband.md`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IbCcSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marking_rate: Option<u16>,
+    /// Packets smaller than this are never marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packet_size: Option<SizeSpec>,
+    #[serde(default)]
+    pub victim_mask: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccti_increase: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccti_limit: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccti_min: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ccti_timer: Option<TimeSpec>,
 }
 
 fn default_fabric_kind() -> FabricKind {
@@ -137,22 +236,18 @@ fn default_fabric_kind() -> FabricKind {
 fn default_mtu() -> SizeSpec {
     SizeSpec::new(sim_core::Bytes(fabrics::engine::DEFAULT_MTU_BYTES as u64))
 }
-fn default_header() -> SizeSpec {
-    SizeSpec::new(sim_core::Bytes(fabrics::engine::ETHERNET_ROCE_HEADER_BYTES as u64))
-}
-fn default_switch_latency() -> TimeSpec {
-    TimeSpec::new(fabrics::engine::DEFAULT_SWITCH_LATENCY)
-}
 
 impl Default for FabricSpec {
     fn default() -> Self {
         FabricSpec {
             kind: default_fabric_kind(),
             mtu: default_mtu(),
-            header: default_header(),
-            switch_latency: default_switch_latency(),
-            buffer: BufferSpec::default(),
+            header: None,
+            switch_latency: None,
+            routing: RoutingSpec::default(),
+            buffer: None,
             sender_rate: None,
+            infiniband: None,
         }
     }
 }

@@ -19,6 +19,7 @@ pub fn link(gbps: u64, delay_ns: u64) -> LinkInfo {
     LinkInfo {
         rate: BitsPerSec::from_gbps(gbps),
         delay: Duration::from_ns(delay_ns),
+        kind: fabrics::topology::LinkKind::Network,
     }
 }
 

@@ -369,7 +369,7 @@ fn typo_in_workload_key() {
     let text = edit("kind = \"flows\"\n", "kind = \"flows\"\nflowz = []\n");
     invalid("workload_key.toml", &text)
         .within(line_of(&text, "[[workload]]")..=line_of(&text, "flowz"), "workload[0]")
-        .says(&["unknown field `flowz`", "expected `flows`"]);
+        .says(&["unknown field `flowz`", "expected one of `flows`"]);
     // Inside one of the listed flows.
     let text = edit("src = 2, dst = 3,", "src = 2, dstt = 3,");
     invalid("flow_key.toml", &text)
@@ -506,11 +506,11 @@ fn unknown_workload_kind() {
 
 #[test]
 fn unknown_fabric_kind() {
-    let text = edit("\"ethernet\"", "\"infiniband\"");
+    let text = edit("\"ethernet\"", "\"infinityband\"");
     invalid("fabric_kind.toml", &text)
-        .at(pos(&text, "kind = \"infiniband\"", "\"infiniband\""))
+        .at(pos(&text, "kind = \"infinityband\"", "\"infinityband\""))
         .field("fabric.kind")
-        .says(&["unknown variant `infiniband`", "expected `ethernet`"]);
+        .says(&["unknown variant `infinityband`", "expected `ethernet` or `infiniband`"]);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ use fabrics::engine::{EngineConfig, Fabric, RoutePick};
 use fabrics::ib::link::{BASE_HEADER_BYTES, FLOW_CONTROL_PACKET_BYTES, blocks};
 use fabrics::ib::{IbConfig, IbSpeed};
 use fabrics::routing::Routes;
-use fabrics::topology::{LinkInfo, Topology};
+use fabrics::topology::{LinkInfo, LinkKind, Topology};
 use fabrics::traffic::FlowSpec;
 use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, RunOutcome, SimTime, serialization_time};
 
@@ -13,6 +13,7 @@ fn ib_link(speed: IbSpeed, metres: u64) -> LinkInfo {
     LinkInfo {
         rate: speed.data_rate(4).unwrap(),
         delay: fabrics::ib::link::cable_delay(metres),
+        kind: LinkKind::InfiniBand,
     }
 }
 
@@ -136,6 +137,7 @@ fn cut_through_latency_is_exact() {
                 LinkInfo {
                     rate: BitsPerSec::from_gbps(rates[i]),
                     delay: fabrics::ib::link::cable_delay(metres[i]),
+                    kind: LinkKind::InfiniBand,
                 },
             );
         }

@@ -16,13 +16,16 @@
 //! ```
 //! Node ids are `n<index>`; the human-readable name is the label. Shapes: hosts `box`, tier-0
 //! switches `ellipse`, tier 1 `hexagon`, tier 2 `octagon`, higher tiers `doubleoctagon`. With
-//! `rankdir=BT` hosts are drawn at the bottom and the highest tier at the top.
+//! `rankdir=BT` hosts are drawn at the bottom and the highest tier at the top. In-server nodes
+//! (GPU builders): GPU hubs `point`, NVSwitch `diamond`, PCIe switch `trapezium`, root
+//! complex `house`, NIC `cds`, ranked between the endpoints and the network switches; a link
+//! that is not a generic network link has its kind after the rate (`"200Gbps NvLink"`).
 
 use std::fmt::Write;
 
 use petgraph::visit::EdgeRef;
 
-use super::{NodeKind, Topology};
+use super::{LinkKind, NodeKind, Topology};
 
 /// Quotes a string for DOT (`"` and `\` escaped, newlines as `\n`).
 fn quote(s: &str) -> String {
@@ -45,7 +48,11 @@ fn quote(s: &str) -> String {
 fn rank(kind: NodeKind) -> u32 {
     match kind {
         NodeKind::Host => 0,
-        NodeKind::Switch { tier } => tier as u32 + 1,
+        NodeKind::Switch { tier } => tier as u32 + 3,
+        // In-server nodes sit between the endpoints and the network switches.
+        NodeKind::GpuHub => 1,
+        NodeKind::NvSwitch | NodeKind::PcieSwitch | NodeKind::RootComplex => 2,
+        NodeKind::Nic => 2,
     }
 }
 
@@ -69,6 +76,11 @@ pub fn to_dot(topo: &Topology) -> String {
             NodeKind::Switch { tier: 1 } => "hexagon",
             NodeKind::Switch { tier: 2 } => "octagon",
             NodeKind::Switch { .. } => "doubleoctagon",
+            NodeKind::GpuHub => "point",
+            NodeKind::NvSwitch => "diamond",
+            NodeKind::PcieSwitch => "trapezium",
+            NodeKind::RootComplex => "house",
+            NodeKind::Nic => "cds",
         };
         let _ = writeln!(out, "  n{} [label={}, shape={shape}];", n.index(), quote(&info.name));
         let r = rank(info.kind) as usize;
@@ -90,13 +102,12 @@ pub fn to_dot(topo: &Topology) -> String {
         if (rank(g[a].kind), a.index()) > (rank(g[b].kind), b.index()) {
             std::mem::swap(&mut a, &mut b);
         }
-        let _ = writeln!(
-            out,
-            "  n{} -- n{} [label={}];",
-            a.index(),
-            b.index(),
-            quote(&e.weight().rate.to_string())
-        );
+        let link = e.weight();
+        let label = match link.kind {
+            LinkKind::Network => link.rate.to_string(),
+            kind => format!("{} {kind:?}", link.rate),
+        };
+        let _ = writeln!(out, "  n{} -- n{} [label={}];", a.index(), b.index(), quote(&label));
     }
     out.push_str("}\n");
     out

@@ -142,7 +142,7 @@ pub fn build_partial(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{NodeKind, Ratio};
+    use crate::topology::{LinkKind, NodeKind, Ratio};
     use petgraph::graph::NodeIndex;
     use sim_core::{BitsPerSec, Duration};
 
@@ -150,6 +150,7 @@ mod tests {
         LinkInfo {
             rate: BitsPerSec::from_gbps(gbps),
             delay: Duration::from_ns(600),
+            kind: LinkKind::Network,
         }
     }
 
@@ -173,6 +174,7 @@ mod tests {
                     assert_eq!(t.degree(n), k, "{}", t.graph[n].name);
                     per_tier[tier as usize] += 1;
                 }
+                other => panic!("unexpected {other:?}"),
             }
         }
         assert_eq!(per_tier, [k * k / 2, k * k / 2, k * k / 4]);
@@ -252,6 +254,7 @@ mod tests {
         let zero = LinkInfo {
             rate: BitsPerSec(0),
             delay: Duration::ZERO,
+            kind: LinkKind::Network,
         };
         assert!(matches!(build(4, zero, link(100)), Err(TopologyError::ZeroRate { .. })));
         assert!(matches!(build(4, link(100), zero), Err(TopologyError::ZeroRate { .. })));

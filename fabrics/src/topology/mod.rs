@@ -30,9 +30,12 @@
 //! [`Topology::switch_tier`], [`Topology::validate`], [`Topology::check_radix`],
 //! [`Topology::oversubscription`] and [`Topology::bisection_bandwidth_bps`].
 
+pub mod cluster;
 pub mod dot;
 pub mod fat_tree;
+pub mod hgx;
 pub mod leaf_spine;
+pub mod nvlink_shapes;
 pub mod sizing;
 
 use std::cmp::Ordering;
@@ -51,12 +54,29 @@ pub const MAX_LINKS: u64 = 1 << 24;
 pub const MAX_PORTS: u64 = 1 << 16;
 
 /// What a node is.
+///
+/// Only [`NodeKind::Host`] nodes are endpoints (listed in [`Topology::hosts`]); every other
+/// kind forwards. In the network-only builders a host is a server NIC; in the GPU builders
+/// ([`hgx`], [`nvlink_shapes`], [`cluster`]) a host is a GPU and the server's NICs, PCIe
+/// switches, NVSwitch chips and the GPU's own NVLink hub are forwarding nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeKind {
-    /// An end host (GPU server NIC): traffic sources and sinks.
+    /// An endpoint (a server NIC, or a GPU in the GPU builders): traffic sources and sinks.
     Host,
-    /// A switch at `tier` (0 = leaf/edge/ToR, 1 = spine/aggregation, 2 = core).
+    /// A network switch at `tier` (0 = leaf/edge/ToR, 1 = spine/aggregation, 2 = core).
     Switch { tier: u8 },
+    /// A GPU's NVLink/PCIe hub (NVIDIA's "HSHUB"): joins the GPU's single endpoint port to its
+    /// NVLinks and its PCIe link; it stripes traffic over parallel NVLinks (see [`hgx`]).
+    GpuHub,
+    /// An NVSwitch crossbar chip.
+    NvSwitch,
+    /// A PCIe switch.
+    PcieSwitch,
+    /// A CPU's PCIe root complex (sockets are joined by a CPU-CPU link).
+    RootComplex,
+    /// A network adapter (ConnectX-class NIC) inside a GPU server: PCIe on one side, the
+    /// network on the other.
+    Nic,
 }
 
 /// A node's attributes.
@@ -69,6 +89,25 @@ pub struct NodeInfo {
     pub pod: Option<u32>,
 }
 
+/// What a link is (which link-level protocol the engine models on it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinkKind {
+    /// A generic network link (the engine's configured network model applies).
+    #[default]
+    Network,
+    /// An Ethernet (RoCEv2) link.
+    Ethernet,
+    /// An InfiniBand link.
+    InfiniBand,
+    /// One NVLink (rate = per-link, per-direction data rate; see `crate::nvlink`).
+    NvLink,
+    /// A PCIe link (rate = lanes x GT/s after line encoding; see `crate::pcie`).
+    Pcie,
+    /// An on-chip or on-board attachment that is not a modelled bottleneck (a GPU to its hub,
+    /// a CPU-CPU socket link); builders document the rate they give it.
+    Internal,
+}
+
 /// A full-duplex link's attributes (the same in both directions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkInfo {
@@ -76,6 +115,24 @@ pub struct LinkInfo {
     pub rate: BitsPerSec,
     /// One-way propagation delay.
     pub delay: Duration,
+    /// The link's kind ([`LinkKind::Network`] for the generic network builders).
+    pub kind: LinkKind,
+}
+
+impl LinkInfo {
+    /// A generic network link ([`LinkKind::Network`]).
+    pub const fn new(rate: BitsPerSec, delay: Duration) -> Self {
+        LinkInfo {
+            rate,
+            delay,
+            kind: LinkKind::Network,
+        }
+    }
+
+    /// The same link with kind `kind`.
+    pub const fn with_kind(self, kind: LinkKind) -> Self {
+        LinkInfo { kind, ..self }
+    }
 }
 
 /// A built topology.
@@ -359,11 +416,16 @@ impl fmt::Display for Ratio {
 }
 
 impl Topology {
-    /// The tier of a switch, `None` for a host.
+    /// The tier of a network switch, `None` for a host or any in-server node.
     pub fn switch_tier(&self, node: NodeIndex) -> Option<u8> {
         match self.graph[node].kind {
             NodeKind::Switch { tier } => Some(tier),
-            NodeKind::Host => None,
+            NodeKind::Host
+            | NodeKind::GpuHub
+            | NodeKind::NvSwitch
+            | NodeKind::PcieSwitch
+            | NodeKind::RootComplex
+            | NodeKind::Nic => None,
         }
     }
 
@@ -419,11 +481,12 @@ impl Topology {
             .unwrap_or(0)
     }
 
-    /// Checks that no switch has more than `radix` ports.
+    /// Checks that no network switch ([`NodeKind::Switch`]) has more than `radix` ports
+    /// (in-server nodes such as NVSwitch chips and GPU hubs are not network switches).
     pub fn check_radix(&self, radix: u32) -> Result<(), TopologyError> {
         for n in self.graph.node_indices() {
             let degree = self.degree(n);
-            if !self.is_host(n) && degree > radix as usize {
+            if self.switch_tier(n).is_some() && degree > radix as usize {
                 return Err(TopologyError::RadixExceeded {
                     switch: self.graph[n].name.clone(),
                     degree,
@@ -661,6 +724,7 @@ pub(crate) fn test_link(gbps: u64) -> LinkInfo {
     LinkInfo {
         rate: BitsPerSec::from_gbps(gbps),
         delay: Duration::from_ns(500),
+        kind: LinkKind::Network,
     }
 }
 
@@ -733,6 +797,7 @@ mod tests {
             LinkInfo {
                 rate: BitsPerSec(0),
                 delay: Duration::ZERO,
+                kind: LinkKind::Network,
             },
         );
         assert!(t.validate().unwrap_err().to_string().contains("zero-rate"));

@@ -151,8 +151,8 @@ pub fn for_hosts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::Ratio;
     use crate::topology::test_link as link;
+    use crate::topology::{LinkKind, Ratio};
     use sim_core::{BitsPerSec, Duration};
 
     fn build(n: u32, radix: u32) -> Topology {
@@ -273,6 +273,7 @@ mod tests {
         let zero = LinkInfo {
             rate: BitsPerSec(0),
             delay: Duration::ZERO,
+            kind: LinkKind::Network,
         };
         assert!(matches!(
             for_hosts(10, 40, zero, link(1)),
