@@ -8,7 +8,7 @@
 //!
 //! | type         | converts to                 | base unit   | accepted units (case-sensitive)                      |
 //! |--------------|-----------------------------|-------------|------------------------------------------------------|
-//! | [`RateSpec`] | [`BitsPerSec`]              | bit/s       | `bps`, `b/s`, `bit/s` with prefix `k`/`K`, `M`, `G`, `T`; bytes per second `B/s` (same prefixes, ×8) |
+//! | [`RateSpec`] | [`BitsPerSec`]              | bit/s       | `bps`, `b/s`, `bit/s` with prefix `k`/`K`, `M`, `G`, `T`; bytes per second `B/s` (same prefixes, ×8); InfiniBand presets `sdr`..`xdr` (4x) or `ndr_1x`, `hdr_2x`, `xdr_8x` |
 //! | [`SizeSpec`] | [`Bytes`]                   | byte        | none (bytes), `B`; SI `kB`, `MB`, `GB`, `TB`, `PB`, `EB` (×1000); IEC `KiB`, `MiB`, `GiB`, `TiB`, `PiB`, `EiB` (×1024) |
 //! | [`TimeSpec`] | [`Duration`] | picosecond | `ps`, `ns`, `us` (or `µs`, `μs`), `ms`, `s`          |
 //!
@@ -351,6 +351,9 @@ impl FromStr for RateSpec {
 
     fn from_str(input: &str) -> Result<Self, UnitError> {
         let q = Quantity::Rate;
+        if let Some(rate) = ib_preset(input.trim()) {
+            return Ok(RateSpec(rate));
+        }
         let parts = split(q, input)?;
         if parts.unit.is_empty() {
             return Err(UnitError::new(q, input, UnitErrorKind::MissingUnit));
@@ -359,6 +362,17 @@ impl FromStr for RateSpec {
         let bps = scale(q, input, &parts, mult)?;
         RateSpec::new(BitsPerSec(bps)).ok_or_else(|| UnitError::new(q, input, UnitErrorKind::Zero))
     }
+}
+
+/// An InfiniBand link preset: `"ndr"` (4x) or `"<speed>_<width>x"` such as `"hdr_1x"`,
+/// `"xdr_8x"`: the data rate after encoding and FEC (`fabrics::ib::link`, models.md §1.4).
+fn ib_preset(input: &str) -> Option<BitsPerSec> {
+    let lower = input.to_ascii_lowercase();
+    let (speed, width) = match lower.split_once('_') {
+        Some((s, w)) => (s, w.strip_suffix('x')?.parse::<u8>().ok()?),
+        None => (lower.as_str(), 4),
+    };
+    fabrics::ib::IbSpeed::from_name(speed)?.data_rate(width)
 }
 
 impl fmt::Display for RateSpec {
@@ -1102,5 +1116,26 @@ mod tests {
             doc_err("rate = \"1Gbps\"\nsize = [1]\ntime = \"1s\"\n").contains("invalid size [...]: found an array;")
         );
         assert!(doc_err("rate = \"1Gbps\"\nsize = 1\ntime = {a = 1}\n").contains("invalid time {...}: found a table;"));
+    }
+}
+
+#[cfg(test)]
+mod ib_preset_tests {
+    use super::*;
+
+    #[test]
+    fn infiniband_presets() {
+        let r = |s: &str| s.parse::<RateSpec>().map(|r| r.get().get());
+        assert_eq!(r("ndr").unwrap(), 400_000_000_000);
+        assert_eq!(r("NDR").unwrap(), 400_000_000_000);
+        assert_eq!(r("hdr_1x").unwrap(), 50_000_000_000);
+        assert_eq!(r("xdr_8x").unwrap(), 1_600_000_000_000);
+        assert_eq!(r("edr").unwrap(), 100_000_000_000);
+        assert_eq!(r("fdr").unwrap(), 54_545_454_544);
+        assert!(r("ndr_3x").is_err());
+        assert!(r("qdrx").is_err());
+        // The canonical form is numeric, and parses back to the same rate.
+        let ndr: RateSpec = "ndr".parse().unwrap();
+        assert_eq!(ndr.to_string(), "400Gbps");
     }
 }

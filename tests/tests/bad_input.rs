@@ -1095,3 +1095,121 @@ fn file_not_utf8() {
         .starts("file is not valid UTF-8")
         .says(&[&format!("offset {}", at + 3)]);
 }
+
+// ------------------------------------------------------------------------------------------
+// InfiniBand
+
+/// `BASE` as an InfiniBand fabric with an `[fabric.infiniband]` table holding `ib_lines`.
+fn ib_text(ib_lines: &str) -> String {
+    let t = edit(
+        "kind = \"ethernet\"\nmtu = \"4KiB\"\nswitch_latency = \"500ns\"\nbuffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }\n",
+        &format!("kind = \"infiniband\"\nmtu = \"4KiB\"\n\n[fabric.infiniband]\n{ib_lines}\n"),
+    );
+    edit_text(&t, "rate = \"100Gbps\", cable_m = 3", "rate = \"hdr\", cable_m = 3")
+}
+
+#[test]
+fn infiniband_base_is_valid() {
+    let text = ib_text("vls = 2");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ib.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = scenarios::cli::run(
+        ["fabricsim", "validate", file.to_str().unwrap()].map(std::ffi::OsString::from),
+        &mut out,
+        &mut err,
+        false,
+    );
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+}
+
+#[test]
+fn infiniband_values_out_of_range() {
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        ("vls.toml", "vls = 16", "fabric.infiniband.vls", &["1..=15", "16"]),
+        (
+            "sl2vl_len.toml",
+            "sl2vl = [0, 0]",
+            "fabric.infiniband.sl2vl",
+            &["16 entries", "got 2"],
+        ),
+        (
+            "sl2vl_vl.toml",
+            "vls = 2\nsl2vl = [0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]",
+            "fabric.infiniband.sl2vl",
+            &["SL 2 maps to VL 2", "0..2"],
+        ),
+        (
+            "buf64.toml",
+            "vl_buffer = \"100000B\"",
+            "fabric.infiniband.vl_buffer",
+            &["64-byte credits"],
+        ),
+        (
+            "bufsmall.toml",
+            "vl_buffer = \"4KiB\"",
+            "fabric.infiniband.vl_buffer",
+            &["one 4122B packet"],
+        ),
+        (
+            "hoq.toml",
+            "hoq_life_leaf = 40",
+            "fabric.infiniband.hoq_life_leaf",
+            &["0..=31", "40"],
+        ),
+        (
+            "cc.toml",
+            "cc = { threshold = 16 }",
+            "fabric.infiniband.cc.threshold",
+            &["0..=15", "16"],
+        ),
+        (
+            "vlarb.toml",
+            "vls = 2\nvl_arbitration = { low = [{ vl = 0, weight = 4 }] }",
+            "fabric.infiniband.vl_arbitration",
+            &["VL 1", "non-zero weight"],
+        ),
+    ];
+    for (name, lines, field, words) in cases {
+        let text = ib_text(lines);
+        invalid(name, &text)
+            .within(line_of(&text, "[fabric]")..=line_of(&text, "[[workload]]"), field)
+            .says(words);
+    }
+}
+
+#[test]
+fn infiniband_structure_errors() {
+    // Unknown key inside [fabric.infiniband]: exact position.
+    let text = ib_text("vlz = 2");
+    invalid("ib_key.toml", &text)
+        .at(pos(&text, "vlz = 2", "vlz"))
+        .field("fabric.infiniband.vlz")
+        .says(&["unknown field `vlz`", "`vls`"]);
+    // IB MTU values only.
+    let text = edit_text(&ib_text(""), "mtu = \"4KiB\"", "mtu = \"3000B\"");
+    invalid("ib_mtu.toml", &text)
+        .field("fabric.mtu")
+        .says(&["256B, 512B, 1KiB, 2KiB, 4KiB", "3000B"]);
+    // [fabric.infiniband] needs kind = "infiniband".
+    let text = edit(
+        "buffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }\n",
+        "\n[fabric.infiniband]\nvls = 2\n",
+    );
+    invalid("ib_eth.toml", &text)
+        .field("fabric.infiniband")
+        .says(&["kind = \"infiniband\""]);
+    // An Ethernet buffer on an InfiniBand fabric.
+    let text = edit_text(
+        &ib_text(""),
+        "mtu = \"4KiB\"",
+        "mtu = \"4KiB\"\nbuffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }",
+    );
+    invalid("ib_buffer.toml", &text)
+        .field("fabric.buffer")
+        .says(&["vl_buffer"]);
+    // A bad IB rate preset.
+    let text = edit_text(&ib_text(""), "rate = \"hdr\"", "rate = \"hdr_3x\"");
+    invalid("ib_rate.toml", &text).says(&["hdr_3x"]);
+}
