@@ -9,7 +9,10 @@
 //! - `k16-perm`: k=16 (1024 hosts), permutation of 4 MiB flows, run to completion;
 //! - `k16-websearch`: k=16, Poisson arrivals at load 0.5 with WebSearch sizes
 //!   (`scenarios/catalogue/cdf/WebSearch_distribution.txt`) over 1 ms, simulated for that 1 ms;
-//! - `k32-perm`: k=32 (8192 hosts), permutation of 512 KiB flows, run to completion.
+//! - `k32-perm`: k=32 (8192 hosts), permutation of 512 KiB flows, run to completion;
+//! - `k16-ib-perm`, `k32-ib-perm`: the same permutations on InfiniBand (EDR 100 Gb/s links,
+//!   26-B headers, 130 ns cut-through switches, one VL with 1024-credit input buffers,
+//!   credits returned by flow-control packets, which count as link-hops).
 //!
 //! Every (case, queue) run happens in a fresh child process (this binary with `--child`), so
 //! that each peak RSS (`VmHWM` from `/proc/self/status`) is that run's own and no run inherits
@@ -54,27 +57,32 @@ enum Workload {
 struct Case {
     name: &'static str,
     k: u32,
+    /// InfiniBand (credit-based) instead of the plain Ethernet fabric.
+    ib: bool,
     workload: Workload,
     /// Simulated-time limit (`None`: run until every flow completes).
     end_time: Option<SimTime>,
 }
 
-const CASES: [Case; 4] = [
+const CASES: [Case; 6] = [
     Case {
         name: "k8-perm",
         k: 8,
+        ib: false,
         workload: Workload::Permutation { size: 16 * MIB },
         end_time: None,
     },
     Case {
         name: "k16-perm",
         k: 16,
+        ib: false,
         workload: Workload::Permutation { size: 4 * MIB },
         end_time: None,
     },
     Case {
         name: "k16-websearch",
         k: 16,
+        ib: false,
         workload: Workload::WebSearch {
             load: 0.5,
             duration: Duration::from_ms(1),
@@ -84,6 +92,21 @@ const CASES: [Case; 4] = [
     Case {
         name: "k32-perm",
         k: 32,
+        ib: false,
+        workload: Workload::Permutation { size: MIB / 2 },
+        end_time: None,
+    },
+    Case {
+        name: "k16-ib-perm",
+        k: 16,
+        ib: true,
+        workload: Workload::Permutation { size: 4 * MIB },
+        end_time: None,
+    },
+    Case {
+        name: "k32-ib-perm",
+        k: 32,
+        ib: true,
         workload: Workload::Permutation { size: MIB / 2 },
         end_time: None,
     },
@@ -156,10 +179,20 @@ fn build(case: &Case) -> (Fabric, usize, u32) {
             poisson(&spec, &cdf, &streams, POISSON_STREAM_BASE, limits).expect("valid Poisson workload")
         }
     };
-    let cfg = EngineConfig {
-        buffer: AnyBuffer::PerPortTailDrop(PerPortTailDrop { buffer_bytes: 64 * MIB }),
-        seed: SEED,
-        ..EngineConfig::default()
+    let cfg = if case.ib {
+        EngineConfig {
+            header_bytes: fabrics::ib::link::BASE_HEADER_BYTES,
+            switch_latency: fabrics::ib::DEFAULT_IB_SWITCH_LATENCY,
+            ib: Some(fabrics::ib::IbConfig::default()),
+            seed: SEED,
+            ..EngineConfig::default()
+        }
+    } else {
+        EngineConfig {
+            buffer: AnyBuffer::PerPortTailDrop(PerPortTailDrop { buffer_bytes: 64 * MIB }),
+            seed: SEED,
+            ..EngineConfig::default()
+        }
     };
     let fabric = Fabric::new(&topo, routes, cfg, flows).expect("valid fabric");
     (fabric, routes_bytes, n_hosts)

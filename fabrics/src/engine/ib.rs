@@ -78,29 +78,46 @@ pub struct IbTotals {
     pub becn_received: u64,
 }
 
+/// Sender-side state of one output port-VL.
+#[derive(Clone, Debug)]
+struct OutVl {
+    /// Blocks sent (FCTBS) and the latest credit limit advertised by the receiver (FCCL).
+    fctbs: u64,
+    fccl: u64,
+    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
+    out_bytes: u64,
+    /// Input ports whose head packet waits for this output VL, in arrival order.
+    requests: VecDeque<u32>,
+    /// Open credit stall: since when, and the port the downstream head waited for.
+    stall_since: SimTime,
+    stall_cause: u32,
+    credit_stall_ps: u64,
+    mark: MarkCounter,
+}
+
+/// Receiver-side state of one input port-VL.
+#[derive(Clone, Debug)]
+struct InVl {
+    /// The VL's input FIFO (packet ids).
+    inq: VecDeque<u32>,
+    free_blocks: u32,
+    /// Blocks received (ABR).
+    abr: u64,
+    /// When the head's HOQLife expires.
+    head_deadline: SimTime,
+    fc_state: FcState,
+    fc_last_sent: SimTime,
+}
+
 /// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
 pub struct IbState {
     pub cfg: IbConfig,
     nv: usize,
-    // Sender side of every egress port-VL.
-    fctbs: Vec<u64>,
-    fccl: Vec<u64>,
-    /// Input ports whose head packet waits for this output VL, in arrival order.
-    requests: Vec<VecDeque<u32>>,
-    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
-    out_bytes: Vec<u64>,
-    stall_since: Vec<SimTime>,
-    stall_cause: Vec<u32>,
-    credit_stall_ps: Vec<u64>,
-    mark: Vec<MarkCounter>,
-    // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
-    // reverse direction of the same link).
-    inq: Vec<VecDeque<u32>>,
-    free_blocks: Vec<u32>,
-    abr: Vec<u64>,
-    head_deadline: Vec<SimTime>,
-    fc_state: Vec<FcState>,
-    fc_last_sent: Vec<SimTime>,
+    /// Sender side of every egress port-VL (one cache-friendly record each).
+    out: Vec<OutVl>,
+    /// Receiver side of every ingress port-VL (a port id is also its node's ingress for the
+    /// reverse direction of the same link).
+    inv: Vec<InVl>,
     // Per port.
     arb: Vec<VlArbiter>,
     /// VLs whose flow-control packet is queued on this port's transmitter.
@@ -127,8 +144,8 @@ impl IbState {
     pub(super) fn new(cfg: IbConfig, peer_is_host: &[bool], own_is_host: &[bool], n_hosts: usize) -> IbState {
         let n = peer_is_host.len();
         let nv = cfg.n_vls as usize;
-        let mut fccl = Vec::with_capacity(n * nv);
-        let mut free_blocks = Vec::with_capacity(n * nv);
+        let mut out = Vec::with_capacity(n * nv);
+        let mut inv = Vec::with_capacity(n * nv);
         for p in 0..n {
             let rx = if peer_is_host[p] {
                 cfg.hca_vl_buffer_blocks
@@ -141,8 +158,24 @@ impl IbState {
                 cfg.vl_buffer_blocks
             };
             for _ in 0..nv {
-                fccl.push(rx as u64);
-                free_blocks.push(own);
+                out.push(OutVl {
+                    fctbs: 0,
+                    fccl: rx as u64,
+                    out_bytes: 0,
+                    requests: VecDeque::new(),
+                    stall_since: SimTime::MAX,
+                    stall_cause: u32::MAX,
+                    credit_stall_ps: 0,
+                    mark: MarkCounter::default(),
+                });
+                inv.push(InVl {
+                    inq: VecDeque::new(),
+                    free_blocks: own,
+                    abr: 0,
+                    head_deadline: SimTime::MAX,
+                    fc_state: FcState::Idle,
+                    fc_last_sent: SimTime::ZERO,
+                });
             }
         }
         let hoq_of_out = (0..n)
@@ -158,20 +191,8 @@ impl IbState {
             .collect();
         IbState {
             nv,
-            fctbs: vec![0; n * nv],
-            fccl,
-            requests: vec![VecDeque::new(); n * nv],
-            out_bytes: vec![0; n * nv],
-            stall_since: vec![SimTime::MAX; n * nv],
-            stall_cause: vec![u32::MAX; n * nv],
-            credit_stall_ps: vec![0; n * nv],
-            mark: vec![MarkCounter::default(); n * nv],
-            inq: vec![VecDeque::new(); n * nv],
-            free_blocks,
-            abr: vec![0; n * nv],
-            head_deadline: vec![SimTime::MAX; n * nv],
-            fc_state: vec![FcState::Idle; n * nv],
-            fc_last_sent: vec![SimTime::ZERO; n * nv],
+            out,
+            inv,
             arb: vec![VlArbiter::default(); n],
             ctrl: vec![VecDeque::new(); n],
             tx_release: vec![None; n],
@@ -196,18 +217,18 @@ impl IbState {
     #[inline]
     fn avail(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        (self.fccl[i] - self.fctbs[i]).min(MAX_CREDIT_WINDOW_BLOCKS)
+        (self.out[i].fccl - self.out[i].fctbs).min(MAX_CREDIT_WINDOW_BLOCKS)
     }
 
     /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
     pub fn credit_stall(&self, p: u32, vl: u8, now: SimTime) -> Duration {
         let i = self.ix(p, vl);
-        let open = if self.stall_since[i] == SimTime::MAX {
+        let open = if self.out[i].stall_since == SimTime::MAX {
             0
         } else {
-            now.ps().saturating_sub(self.stall_since[i].ps())
+            now.ps().saturating_sub(self.out[i].stall_since.ps())
         };
-        Duration::from_ps(self.credit_stall_ps[i] + open)
+        Duration::from_ps(self.out[i].credit_stall_ps + open)
     }
 
     /// Credit-stall time of port `p`, all VLs.
@@ -225,23 +246,23 @@ impl IbState {
 
     fn stall_begin(&mut self, p: u32, vl: u8, now: SimTime, cause: u32) {
         let i = self.ix(p, vl);
-        if self.stall_since[i] == SimTime::MAX {
-            self.stall_since[i] = now;
-            self.stall_cause[i] = cause;
+        if self.out[i].stall_since == SimTime::MAX {
+            self.out[i].stall_since = now;
+            self.out[i].stall_cause = cause;
         }
     }
 
     /// Ends a stall if one is open; returns whether there was one.
     fn stall_end(&mut self, p: u32, vl: u8, now: SimTime) -> bool {
         let i = self.ix(p, vl);
-        let since = self.stall_since[i];
+        let since = self.out[i].stall_since;
         if since == SimTime::MAX {
             return false;
         }
         let d = now.ps() - since.ps();
-        self.credit_stall_ps[i] += d;
-        *self.stall_edges.entry((p, self.stall_cause[i])).or_insert(0) += d;
-        self.stall_since[i] = SimTime::MAX;
+        self.out[i].credit_stall_ps += d;
+        *self.stall_edges.entry((p, self.out[i].stall_cause)).or_insert(0) += d;
+        self.out[i].stall_since = SimTime::MAX;
         true
     }
 }
@@ -317,9 +338,9 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        let fccl = ib.abr[i] + ib.free_blocks[i] as u64;
-        ib.fc_state[i] = FcState::Idle;
-        ib.fc_last_sent[i] = now;
+        let fccl = ib.inv[i].abr + ib.inv[i].free_blocks as u64;
+        ib.inv[i].fc_state = FcState::Idle;
+        ib.inv[i].fc_last_sent = now;
         ib.port_stats[x as usize].fc_packets_tx += 1;
         ib.totals.fc_packets += 1;
         let id = self.packets.alloc(Packet {
@@ -338,16 +359,16 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        if ib.fc_state[i] != FcState::Idle {
+        if ib.inv[i].fc_state != FcState::Idle {
             return; // an update is already on its way; it will carry the newest value
         }
-        let due = ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval;
-        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.fc_last_sent[i] > SimTime::ZERO {
-            ib.fc_state[i] = FcState::Deferred;
+        let due = ib.inv[i].fc_last_sent + ib.cfg.credit_update.min_interval;
+        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.inv[i].fc_last_sent > SimTime::ZERO {
+            ib.inv[i].fc_state = FcState::Deferred;
             self.ib_arm_timer(s, x, due);
             return;
         }
-        ib.fc_state[i] = FcState::Queued;
+        ib.inv[i].fc_state = FcState::Queued;
         ib.ctrl[x as usize].push_back(vl);
         self.ib_kick(s, x);
     }
@@ -376,16 +397,18 @@ impl Fabric {
             loop {
                 let ib = self.ibr();
                 let i = ib.ix(x, vl);
-                if ib.inq[i].is_empty() || ib.head_deadline[i] > now {
+                if ib.inv[i].inq.is_empty() || ib.inv[i].head_deadline > now {
                     break;
                 }
                 self.ib_drop_head(s, x, vl);
             }
             let ib = self.ibr();
             let i = ib.ix(x, vl);
-            if ib.fc_state[i] == FcState::Deferred && ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval <= now {
+            if ib.inv[i].fc_state == FcState::Deferred
+                && ib.inv[i].fc_last_sent + ib.cfg.credit_update.min_interval <= now
+            {
                 let ib = self.ibs();
-                ib.fc_state[i] = FcState::Queued;
+                ib.inv[i].fc_state = FcState::Queued;
                 ib.ctrl[x as usize].push_back(vl);
                 self.ib_kick(s, x);
             }
@@ -394,11 +417,11 @@ impl Fabric {
         let mut next = SimTime::MAX;
         for vl in 0..nv {
             let i = ib.ix(x, vl);
-            if !ib.inq[i].is_empty() {
-                next = next.min(ib.head_deadline[i]);
+            if !ib.inv[i].inq.is_empty() {
+                next = next.min(ib.inv[i].head_deadline);
             }
-            if ib.fc_state[i] == FcState::Deferred {
-                next = next.min(ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval);
+            if ib.inv[i].fc_state == FcState::Deferred {
+                next = next.min(ib.inv[i].fc_last_sent + ib.cfg.credit_update.min_interval);
             }
         }
         if next != SimTime::MAX {
@@ -411,18 +434,18 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        let id = ib.inq[i].pop_front().expect("a head to drop");
+        let id = ib.inv[i].inq.pop_front().expect("a head to drop");
         let pkt = *self.packets.get(id);
         let out = pkt.next_port;
         let ib = self.ibs();
         let o = ib.ix(out, vl);
-        if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
-            ib.requests[o].remove(pos);
+        if let Some(pos) = ib.out[o].requests.iter().position(|&r| r == x) {
+            ib.out[o].requests.remove(pos);
         }
-        if ib.requests[o].is_empty() {
+        if ib.out[o].requests.is_empty() {
             ib.stall_end(out, vl, now);
         }
-        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.out[o].out_bytes -= pkt.wire_bytes as u64;
         ib.port_stats[out as usize].hoq_drops += 1;
         ib.totals.hoq_drops += 1;
         let b = blocks(pkt.wire_bytes);
@@ -447,7 +470,7 @@ impl Fabric {
     fn ib_free_input(&mut self, now: SimTime, x: u32, vl: u8, b: u32) {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        ib.free_blocks[i] += b;
+        ib.inv[i].free_blocks += b;
         ib.in_blocks[x as usize] -= b as u64;
         let bytes = ib.in_blocks[x as usize] * 64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
@@ -458,16 +481,16 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibr();
         let i = ib.ix(x, vl);
-        let Some(&id) = ib.inq[i].front() else { return };
+        let Some(&id) = ib.inv[i].inq.front() else { return };
         let out = self.packets.get(id).next_port;
         let ib = self.ibs();
         let o = ib.ix(out, vl);
-        ib.requests[o].push_back(x);
+        ib.out[o].requests.push_back(x);
         let deadline = match ib.hoq_of_out[out as usize] {
             Some(life) => now + life,
             None => SimTime::MAX,
         };
-        ib.head_deadline[i] = deadline;
+        ib.inv[i].head_deadline = deadline;
         if deadline != SimTime::MAX {
             self.ib_arm_timer(s, x, deadline);
         }
@@ -488,7 +511,7 @@ impl Fabric {
             self.packets.free(id);
             let ib = self.ibs();
             let i = ib.ix(x, pkt.vl);
-            ib.fccl[i] = ib.fccl[i].max(pkt.aux);
+            ib.out[i].fccl = ib.out[i].fccl.max(pkt.aux);
             self.ib_kick(s, x);
             return;
         }
@@ -498,7 +521,7 @@ impl Fabric {
             // The HCA takes the packet into host memory at once and returns the credits.
             let ib = self.ibs();
             let i = ib.ix(x, vl);
-            ib.abr[i] += b as u64;
+            ib.inv[i].abr += b as u64;
             self.ib_credit_update(s, x, vl);
             if pkt.kind == PacketKind::Cnp {
                 self.packets.free(id);
@@ -521,20 +544,20 @@ impl Fabric {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(
-            ib.free_blocks[i] >= b,
+            ib.inv[i].free_blocks >= b,
             "InfiniBand credit violation: {b} blocks arrived at port {x} VL {vl} with {} free (losslessness broken)",
-            ib.free_blocks[i]
+            ib.inv[i].free_blocks
         );
-        ib.free_blocks[i] -= b;
-        ib.abr[i] += b as u64;
+        ib.inv[i].free_blocks -= b;
+        ib.inv[i].abr += b as u64;
         ib.in_blocks[x as usize] += b as u64;
         let bytes = ib.in_blocks[x as usize] * 64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
         let o = ib.ix(out, vl);
-        ib.out_bytes[o] += pkt.wire_bytes as u64;
+        ib.out[o].out_bytes += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
-        let was_empty = ib.inq[i].is_empty();
-        ib.inq[i].push_back(id);
+        let was_empty = ib.inv[i].inq.is_empty();
+        ib.inv[i].inq.push_back(id);
         self.ports[out as usize].stats.queue_bytes.set(now, out_total);
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
@@ -564,10 +587,10 @@ impl Fabric {
         let mut ready = 0u16;
         for vl in 0..nv {
             let ib = self.ibr();
-            let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
+            let Some(&x) = ib.out[ib.ix(p, vl)].requests.front() else {
                 continue;
             };
-            let head = *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head");
+            let head = *ib.inv[ib.ix(x, vl)].inq.front().expect("a requesting input has a head");
             let b = blocks(self.packets.get(head).wire_bytes) as u64;
             if b <= ib.avail(p, vl) {
                 ready |= 1 << vl;
@@ -586,15 +609,15 @@ impl Fabric {
             return;
         };
         let o = ib.ix(p, vl);
-        let x = ib.requests[o].pop_front().expect("ready VL has a requester");
+        let x = ib.out[o].requests.pop_front().expect("ready VL has a requester");
         let i = ib.ix(x, vl);
-        let id = ib.inq[i].pop_front().expect("requester has a head");
+        let id = ib.inv[i].inq.pop_front().expect("requester has a head");
         let pkt = *self.packets.get(id);
         let b = blocks(pkt.wire_bytes);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
-        ib.fctbs[o] += b as u64;
-        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.out[o].fctbs += b as u64;
+        ib.out[o].out_bytes -= pkt.wire_bytes as u64;
         // A victim of congestion further down: it had to wait for credits for this packet,
         // or what is left would not cover another full packet.
         let was_victim = ib.stall_end(p, vl, now) || ib.avail(p, vl) < b as u64;
@@ -604,10 +627,10 @@ impl Fabric {
             && b >= cc.switch.packet_size_blocks as u32
             && (!was_victim || cc.switch.victim_mask)
             && let Some(th) = cc.switch.threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * 64)
-            && ib.out_bytes[o] >= th
+            && ib.out[o].out_bytes >= th
         {
             let rate = cc.switch.marking_rate;
-            if ib.mark[o].eligible(rate) {
+            if ib.out[o].mark.eligible(rate) {
                 fecn = true;
                 ib.port_stats[p as usize].fecn_marked += 1;
                 ib.totals.fecn_marked += 1;
@@ -651,7 +674,7 @@ impl Fabric {
         if self.is_host[port.peer_node as usize] {
             return u32::MAX;
         }
-        match ib.inq[ib.ix(port.peer_port, vl)].front() {
+        match ib.inv[ib.ix(port.peer_port, vl)].inq.front() {
             Some(&id) => self.packets.get(id).next_port,
             None => u32::MAX,
         }
@@ -710,7 +733,7 @@ impl Fabric {
             if b <= self.ibr().avail(p, vl) {
                 self.ibs().cnp_queue[h as usize].pop_front();
                 let o = self.ibr().ix(p, vl);
-                self.ibs().fctbs[o] += b;
+                self.ibs().out[o].fctbs += b;
                 let done = self.ib_transmit(s, p, id, SimTime::ZERO);
                 self.nic_wake_at(s, h, done);
                 return;
@@ -770,7 +793,7 @@ impl Fabric {
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         let o = ib.ix(p, vl);
-        ib.fctbs[o] += b as u64;
+        ib.out[o].fctbs += b as u64;
         if self.flow_state[f as usize].unsent_bytes > 0 {
             self.ibs().host_flows[h as usize][vl as usize].push_back(f);
         }
@@ -787,14 +810,14 @@ impl Fabric {
 impl IbState {
     /// Bytes waiting for output `p`, all VLs.
     fn out_bytes_total(&self, p: u32) -> u64 {
-        (0..self.nv as u8).map(|vl| self.out_bytes[self.ix(p, vl)]).sum()
+        (0..self.nv as u8).map(|vl| self.out[self.ix(p, vl)].out_bytes).sum()
     }
 
     /// Load of output `p` for adaptive routing on `vl`: bytes waiting for it plus bytes sent
     /// on it whose credits have not come back.
     pub(super) fn adaptive_load(&self, p: u32, vl: u8, init_blocks: u64) -> u64 {
         let i = self.ix(p, vl);
-        let outstanding = init_blocks.saturating_sub(self.fccl[i] - self.fctbs[i]);
+        let outstanding = init_blocks.saturating_sub(self.out[i].fccl - self.out[i].fctbs);
         self.out_bytes_total(p) + outstanding * 64
     }
 }
@@ -802,9 +825,9 @@ impl IbState {
 impl IbState {
     /// Data packets (not control) waiting in input buffers.
     pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
-        self.inq
+        self.inv
             .iter()
-            .flat_map(|q| q.iter())
+            .flat_map(|v| v.inq.iter())
             .filter(|&&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
     }
