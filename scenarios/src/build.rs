@@ -7,7 +7,7 @@ use crate::schema::{
     BufferSpec, CustomLink, FabricKind, InfinibandSpec, LinkSpec, RoutingSpec, Scenario, TopologySpec, VlArbEntrySpec,
     WorkloadSpec,
 };
-use crate::units::SizeSpec;
+use crate::units::{SizeSpec, TimeSpec};
 use fabrics::engine::{
     DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig, MAX_MTU_BYTES,
     RoutePick,
@@ -89,6 +89,24 @@ impl Loaded {
     }
 
     /// Checks the scenario's meaning and builds everything the engine needs.
+    /// The scenario with the fabric defaults that depend on its kind written out (header,
+    /// switch latency, Ethernet buffer), as stored in `scenario.resolved.toml`.
+    pub fn resolved(&self, built: &Built) -> Scenario {
+        let mut sc = self.scenario.clone();
+        let f = &mut sc.fabric;
+        f.header
+            .get_or_insert(SizeSpec::new(sim_core::Bytes(built.engine.header_bytes as u64)));
+        f.switch_latency
+            .get_or_insert(TimeSpec::new(built.engine.switch_latency));
+        if f.kind == FabricKind::Ethernet && f.buffer.is_none() {
+            let AnyBuffer::PerPortTailDrop(b) = &built.engine.buffer;
+            f.buffer = Some(BufferSpec::PerPortTailDrop {
+                size: SizeSpec::new(sim_core::Bytes(b.buffer_bytes)),
+            });
+        }
+        sc
+    }
+
     pub fn build(&self) -> Result<Built, ScenarioError> {
         let sc = &self.scenario;
         let topology = self.build_topology()?;

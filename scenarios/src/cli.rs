@@ -3,7 +3,10 @@
 //!
 //! Exit status: 0 on success, 2 when the scenario is invalid (the error names file, line,
 //! column and field), 1 for any other failure (e.g. the results directory cannot be written).
+//! `check` exits 1 when a metric moved beyond its tolerance, and 2 when a scenario, baseline or
+//! results directory is bad (`docs/regression.md`).
 
+use crate::regression::{self, CheckError, junit};
 use crate::runner::{self, RunError, RunOptions};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -53,6 +56,45 @@ pub enum Cmd {
         #[arg(long)]
         dot: Option<PathBuf>,
     },
+    /// Run scenarios and compare their metrics with their baselines.
+    Check {
+        /// Scenario files (TOML).
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Directory of baseline files (default: `baselines/` beside each scenario's directory).
+        #[arg(long, value_name = "DIR")]
+        baseline: Option<PathBuf>,
+        /// Also write the results as JUnit XML to FILE.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Keep each run's results directory in DIR/<scenario stem> (default: not kept).
+        #[arg(long, value_name = "DIR", conflicts_with = "from_results")]
+        results: Option<PathBuf>,
+        /// Compare this results directory (from `fabricsim run`) instead of running the scenario.
+        #[arg(long, value_name = "DIR")]
+        from_results: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Run scenarios and write their metrics as their baselines.
+    Bless {
+        /// Scenario files (TOML).
+        #[arg(required = true)]
+        scenarios: Vec<PathBuf>,
+        /// Directory of baseline files (default: `baselines/` beside each scenario's directory).
+        #[arg(long, value_name = "DIR")]
+        baseline: Option<PathBuf>,
+        /// Keep each run's results directory in DIR/<scenario stem> (default: not kept).
+        #[arg(long, value_name = "DIR", conflicts_with = "from_results")]
+        results: Option<PathBuf>,
+        /// Bless this results directory (from `fabricsim run`) instead of running the scenario.
+        #[arg(long, value_name = "DIR")]
+        from_results: Option<PathBuf>,
+        /// No progress lines on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
 }
 
 /// Exit status for an error: 2 for an invalid scenario, 1 otherwise.
@@ -87,6 +129,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             let _ = writeln!(err, "error: {e}");
         }
         code
+    };
+    let check_fail = |e: CheckError, err: &mut dyn Write| match e {
+        CheckError::Run(e) => fail(e, err),
+        e => {
+            let _ = writeln!(err, "error: {e}");
+            e.exit_code()
+        }
     };
     match cli.cmd {
         Cmd::Run {
@@ -156,5 +205,160 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             }
             Err(e) => fail(e, err),
         },
+        Cmd::Check {
+            scenarios,
+            baseline,
+            junit,
+            results,
+            from_results,
+            quiet,
+        } => {
+            let opts = regression::Options {
+                baseline_dir: baseline,
+                from_results,
+                results_dir: results,
+                progress: !quiet,
+            };
+            if opts.from_results.is_some() && scenarios.len() != 1 {
+                let _ = writeln!(
+                    err,
+                    "error: --from-results compares one results directory: give exactly one scenario"
+                );
+                return 2;
+            }
+            check(&scenarios, &opts, junit.as_deref(), out, err, &check_fail)
+        }
+        Cmd::Bless {
+            scenarios,
+            baseline,
+            results,
+            from_results,
+            quiet,
+        } => {
+            let opts = regression::Options {
+                baseline_dir: baseline,
+                from_results,
+                results_dir: results,
+                progress: !quiet,
+            };
+            if opts.from_results.is_some() && scenarios.len() != 1 {
+                let _ = writeln!(
+                    err,
+                    "error: --from-results blesses one results directory: give exactly one scenario"
+                );
+                return 2;
+            }
+            let mut code = 0;
+            for sc in &scenarios {
+                match regression::bless_one(sc, &opts) {
+                    Ok(b) => {
+                        use regression::Previous;
+                        let what = match (b.written, b.previous) {
+                            (false, _) => "unchanged".to_string(),
+                            (true, Previous::None) => "new".to_string(),
+                            (true, Previous::Unreadable) => "replaced an unreadable baseline".to_string(),
+                            (true, Previous::Changed(0)) => "rewritten, no metric changed".to_string(),
+                            (true, Previous::Changed(1)) => "updated, 1 metric changed".to_string(),
+                            (true, Previous::Changed(n)) => format!("updated, {n} metrics changed"),
+                        };
+                        let _ = writeln!(
+                            out,
+                            "blessed {}: {} ({} metrics; {what})",
+                            sc.display(),
+                            b.baseline_path.display(),
+                            b.metrics
+                        );
+                    }
+                    Err(e) => code = code.max(check_fail(e, err)),
+                }
+            }
+            code
+        }
     }
+}
+
+/// `fabricsim check`: checks every scenario (an error in one does not stop the others), prints
+/// a block per scenario and a closing line, writes JUnit XML if asked; returns the exit status:
+/// 2 if any input was bad, else 1 if any metric regressed or a run failed, else 0.
+fn check(
+    scenarios: &[PathBuf],
+    opts: &regression::Options,
+    junit_path: Option<&std::path::Path>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    check_fail: &dyn Fn(CheckError, &mut dyn Write) -> i32,
+) -> i32 {
+    let mut code = 0;
+    let mut cases = Vec::new();
+    let mut failed: Vec<&PathBuf> = Vec::new();
+    let (mut passed, mut errors) = (0, 0);
+    for sc in scenarios {
+        let name = regression::stem(sc);
+        match regression::check_one(sc, opts) {
+            Ok(c) => {
+                let head = format!("{name}: {} vs {}", sc.display(), c.baseline_path.display());
+                let block = regression::table::render(&head, &c.notes, &c.comparison);
+                let _ = write!(out, "{block}");
+                let outcome = if c.comparison.passed() {
+                    passed += 1;
+                    junit::CaseOutcome::Passed
+                } else {
+                    code = code.max(1);
+                    failed.push(sc);
+                    let names: Vec<&str> = c.comparison.failures().map(|r| r.metric.as_str()).collect();
+                    let mut message = format!("{} metric(s) beyond tolerance or missing: ", names.len());
+                    message.push_str(&names.iter().take(200).copied().collect::<Vec<_>>().join(", "));
+                    if names.len() > 200 {
+                        message.push_str(", ...");
+                    }
+                    junit::CaseOutcome::Failed { message }
+                };
+                cases.push(junit::Case {
+                    name,
+                    file: sc.display().to_string(),
+                    time_s: c.observed.wall_s,
+                    outcome,
+                    output: block,
+                });
+            }
+            Err(e) => {
+                errors += 1;
+                let message = e.to_string();
+                let _ = writeln!(out, "{name}: {}: ERROR (see stderr)", sc.display());
+                code = code.max(check_fail(e, err));
+                cases.push(junit::Case {
+                    name,
+                    file: sc.display().to_string(),
+                    time_s: None,
+                    outcome: junit::CaseOutcome::Error { message },
+                    output: String::new(),
+                });
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nchecked {} scenario(s): {passed} passed, {} failed, {errors} error(s)",
+        scenarios.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        let files: Vec<String> = failed.iter().map(|p| p.display().to_string()).collect();
+        let mut bless = format!("fabricsim bless {}", files.join(" "));
+        if let Some(d) = &opts.baseline_dir {
+            bless.push_str(&format!(" --baseline {}", d.display()));
+        }
+        let _ = writeln!(
+            out,
+            "if the changes are intended, accept them as the new baselines with: {bless}"
+        );
+    }
+    if let Some(path) = junit_path {
+        let xml = junit::to_xml("fabricsim check", &cases);
+        if let Err(e) = junit::write_atomically(path, xml.as_bytes()) {
+            let _ = writeln!(err, "error: cannot write JUnit XML to {}: {e}", path.display());
+            code = code.max(1);
+        }
+    }
+    code
 }

@@ -8,6 +8,7 @@
 //! - [`runner`]: runs a scenario and writes its results directory atomically.
 //! - [`cli`]: the `fabricsim` command line as a function (the binary is a thin wrapper).
 //! - [`report`]: `summary.json`, CSVs, histogram logs and the terminal table.
+//! - [`regression`]: baselines, `fabricsim check` and `fabricsim bless`.
 //!
 //! Only this crate reads or writes files.
 
@@ -15,6 +16,7 @@ pub mod build;
 pub mod cli;
 pub mod diag;
 pub mod locate;
+pub mod regression;
 pub mod report;
 pub mod runner;
 pub mod schema;

@@ -6,6 +6,7 @@ use fabrics::engine::{Fabric, FlowRecord, Port};
 use fabrics::topology::Topology;
 use serde::Serialize;
 use sim_core::{LatencyHistogram, RunReport, SimTime};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Version tag of `summary.json`; bump it when the schema changes (see `docs/results.md`).
@@ -24,6 +25,10 @@ pub struct Summary {
     pub fct_ns: Percentiles,
     pub throughput: Throughput,
     pub hotspots: Vec<Hotspot>,
+    /// Per workload group (`[[workload]]` entry), in workload order.
+    pub groups: Vec<GroupSummary>,
+    /// Whole-run counters of the fabric model, by name ([`fabric_counters`]).
+    pub counters: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -127,6 +132,129 @@ pub struct Hotspot {
     pub utilisation: f64,
 }
 
+/// One workload group: the flows of one `[[workload]]` entry.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GroupSummary {
+    /// The entry's `name`, default `workload<i>` (`i` its index, from 0).
+    pub name: String,
+    /// Traffic class of its flows.
+    pub class: u8,
+    pub flows: u64,
+    pub completed: u64,
+    /// Flows with at least one dropped packet.
+    pub with_drops: u64,
+    pub payload_bytes: u64,
+    pub payload_bytes_delivered: u64,
+    pub packets_sent: u64,
+    pub packets_delivered: u64,
+    pub packets_dropped: u64,
+    /// The group's payload delivered over the simulated time.
+    pub delivered_gbps: f64,
+    /// Mean goodput over the group's flows with at least one delivery.
+    pub mean_flow_gbps: Option<f64>,
+    /// Flow completion times of the group's completed flows.
+    pub fct_ns: Percentiles,
+}
+
+/// Name and traffic class of every workload group, in `[[workload]]` order; the name
+/// defaults to `workload<i>`.
+pub fn group_names(sc: &crate::schema::Scenario) -> Vec<(String, u8)> {
+    sc.workload
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let (name, class) = w.group();
+            (name.map_or_else(|| format!("workload{i}"), str::to_owned), class)
+        })
+        .collect()
+}
+
+/// The fabric model's whole-run counters, by name: `summary.json` `counters`. `fabricsim
+/// check` compares every entry (as `counters.<name>`), so a model adds a counter here and
+/// nowhere else.
+pub fn fabric_counters(fabric: &Fabric) -> BTreeMap<String, u64> {
+    let t = fabric.totals();
+    [
+        ("link_hops", t.link_hops),
+        ("packets_injected", t.packets_injected),
+        ("packets_delivered", t.packets_delivered),
+        ("packets_dropped", t.packets_dropped),
+        ("payload_bytes_injected", t.payload_bytes_injected),
+        ("payload_bytes_delivered", t.payload_bytes_delivered),
+        ("payload_bytes_dropped", t.payload_bytes_dropped),
+        ("flows_started", t.flows_started),
+        ("flows_completed", t.flows_completed),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// Per-group figures. `groups` gives the name and class of every group (see [`group_names`]);
+/// a flow whose group has no entry there is counted under `workload<group>`.
+pub fn group_summaries(fabric: &Fabric, groups: &[(String, u8)], end: SimTime) -> Vec<GroupSummary> {
+    let flows = fabric.flows();
+    let n_groups = flows
+        .iter()
+        .map(|f| f.group as usize + 1)
+        .max()
+        .unwrap_or(0)
+        .max(groups.len());
+    let mut members: Vec<Vec<&FlowRecord>> = vec![Vec::new(); n_groups];
+    for r in fabric.flow_records() {
+        members[flows[r.id as usize].group as usize].push(r);
+    }
+    members
+        .iter()
+        .enumerate()
+        .map(|(g, recs)| {
+            let (name, class) = groups.get(g).cloned().unwrap_or_else(|| {
+                (
+                    format!("workload{g}"),
+                    recs.first().map_or(0, |r| flows[r.id as usize].class),
+                )
+            });
+            let goodputs: Vec<f64> = recs.iter().filter_map(|r| r.goodput_bps()).collect();
+            let delivered: u64 = recs.iter().map(|r| r.bytes_delivered).sum();
+            // One histogram at a time (each is ~330 KiB), only for groups with completions.
+            let fct_ns = if recs.iter().any(|r| r.finish.is_some()) {
+                let mut h = LatencyHistogram::new();
+                for ps in recs.iter().filter_map(|r| r.fct_ps()) {
+                    h.record(sim_core::Duration(ps));
+                }
+                Percentiles::of(&h)
+            } else {
+                Percentiles::of(&LatencyHistogram::new())
+            };
+            GroupSummary {
+                name,
+                class,
+                flows: recs.len() as u64,
+                completed: recs.iter().filter(|r| r.finish.is_some()).count() as u64,
+                with_drops: recs.iter().filter(|r| r.packets_dropped > 0).count() as u64,
+                payload_bytes: recs.iter().map(|r| r.size_bytes).sum(),
+                payload_bytes_delivered: delivered,
+                packets_sent: recs.iter().map(|r| r.packets_sent).sum(),
+                packets_delivered: recs.iter().map(|r| r.packets_delivered).sum(),
+                packets_dropped: recs.iter().map(|r| r.packets_dropped).sum(),
+                delivered_gbps: gbps(delivered, end),
+                mean_flow_gbps: (!goodputs.is_empty())
+                    .then(|| goodputs.iter().sum::<f64>() / goodputs.len() as f64 / 1e9),
+                fct_ns,
+            }
+        })
+        .collect()
+}
+
+/// `bytes x 8` over `[0, end]`, in Gb/s; 0 when `end` is 0.
+fn gbps(bytes: u64, end: SimTime) -> f64 {
+    if end.ps() == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / end.ps() as f64 * 1000.0
+    }
+}
+
 pub fn ps_to_ns(ps: u64) -> f64 {
     ps as f64 / 1000.0
 }
@@ -198,13 +326,15 @@ pub fn hotspots(rows: &[PortRow<'_>], n: usize) -> Vec<Hotspot> {
         .collect()
 }
 
-/// Builds the summary of a finished run.
+/// Builds the summary of a finished run. `groups`: name and class of every workload group
+/// ([`group_names`]).
 pub fn summarize(
     fabric: &Fabric,
     topo: &Topology,
     meta: ScenarioInfo,
     report: &RunReport,
     n_hotspots: usize,
+    groups: &[(String, u8)],
 ) -> Summary {
     let t = fabric.totals();
     let end = report.end;
@@ -255,15 +385,13 @@ pub fn summarize(
         packet_latency_ns: Percentiles::of(fabric.packet_latency()),
         fct_ns: Percentiles::of(fabric.fct()),
         throughput: Throughput {
-            delivered_gbps: if end.ps() == 0 {
-                0.0
-            } else {
-                t.payload_bytes_delivered as f64 * 8.0 / end.ps() as f64 * 1000.0
-            },
+            delivered_gbps: gbps(t.payload_bytes_delivered, end),
             mean_flow_gbps: mean(|g| g.0 / 1e9),
             mean_flow_fraction_of_line_rate: mean(|g| g.1),
         },
         hotspots: hotspots(&rows, n_hotspots),
+        groups: group_summaries(fabric, groups, end),
+        counters: fabric_counters(fabric),
     }
 }
 
@@ -271,15 +399,20 @@ fn opt_ns(v: Option<u64>) -> String {
     v.map(|ps| format!("{:.3}", ps_to_ns(ps))).unwrap_or_default()
 }
 
-/// `flows.csv`: one row per flow.
-pub fn flows_csv(fabric: &Fabric) -> String {
+/// `flows.csv`: one row per flow. `groups`: the group names ([`group_names`]).
+pub fn flows_csv(fabric: &Fabric, groups: &[(String, u8)]) -> String {
     let mut s = String::from(
-        "flow,src,dst,size_bytes,start_ns,first_sent_ns,finish_ns,fct_ns,goodput_gbps,packets_sent,packets_delivered,packets_dropped,bytes_delivered,completed\n",
+        "flow,src,dst,size_bytes,start_ns,first_sent_ns,finish_ns,fct_ns,goodput_gbps,packets_sent,packets_delivered,packets_dropped,bytes_delivered,completed,group\n",
     );
+    let flows = fabric.flows();
     for r in fabric.flow_records() {
+        let g = flows[r.id as usize].group as usize;
+        let group = groups
+            .get(g)
+            .map_or_else(|| format!("workload{g}"), |(name, _)| csv_field(name));
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.id,
             r.src,
             r.dst,
@@ -294,9 +427,19 @@ pub fn flows_csv(fabric: &Fabric) -> String {
             r.packets_dropped,
             r.bytes_delivered,
             r.finish.is_some(),
+            group,
         );
     }
     s
+}
+
+/// A CSV cell: quoted (RFC 4180) when it holds a comma, quote or line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
 }
 
 /// `ports.csv`: one row per egress port.

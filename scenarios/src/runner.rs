@@ -40,6 +40,8 @@ pub struct RunOutput {
     pub summary: Summary,
     pub out_dir: PathBuf,
     pub report: RunReport,
+    /// The scenario as written to `scenario.resolved.toml` (defaults filled in).
+    pub resolved: crate::schema::Scenario,
 }
 
 /// Loads and checks a scenario without running it; returns what it would build.
@@ -72,7 +74,8 @@ fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let loaded = load(path)?.with_seed(opts.seed);
     let built = loaded.build()?;
-    let resolved = toml::to_string(&loaded.scenario).map_err(|e| RunError::Engine {
+    let resolved_scenario = loaded.resolved(&built);
+    let resolved = toml::to_string(&resolved_scenario).map_err(|e| RunError::Engine {
         file: loaded.file.clone(),
         message: format!("cannot write the resolved scenario: {e}"),
     })?;
@@ -121,13 +124,14 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         }
         ControlFlow::Continue(())
     });
-    let summary = report::summarize(&fabric, &topology, meta, &report, n_hotspots);
+    let groups = report::group_names(&loaded.scenario);
+    let summary = report::summarize(&fabric, &topology, meta, &report, n_hotspots, &groups);
 
     let end = report.end;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
         ("summary.json", to_json(&summary)),
         ("scenario.resolved.toml", resolved.into_bytes()),
-        ("flows.csv", report::flows_csv(&fabric).into_bytes()),
+        ("flows.csv", report::flows_csv(&fabric, &groups).into_bytes()),
         ("ports.csv", report::ports_csv(&fabric, &topology, end).into_bytes()),
         (
             "packet_latency_percentiles.csv",
@@ -163,6 +167,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         summary,
         out_dir,
         report,
+        resolved: resolved_scenario,
     })
 }
 

@@ -21,6 +21,9 @@ pub struct Scenario {
     pub run: RunSpec,
     #[serde(default)]
     pub output: OutputSpec,
+    /// `[check]`: what `fabricsim check` compares and with what tolerance (docs/regression.md).
+    #[serde(default, skip_serializing_if = "crate::regression::CheckSpec::is_default")]
+    pub check: crate::regression::CheckSpec,
 }
 
 /// `[scenario]`: name, seed and a description.

@@ -1,0 +1,253 @@
+//! Comparison of a run's metrics with a baseline, under a `[check]` spec.
+
+use super::metrics::{MetricName, Metrics, Value};
+use super::spec::{CheckSpec, Tolerance};
+use std::collections::BTreeSet;
+
+/// Two floats closer than this, relative to the larger, are equal: the last-bit noise of
+/// reading a decimal back, not a change of behaviour.
+pub const FLOAT_NOISE: f64 = 1e-12;
+
+/// The verdict on one metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Moved, within its tolerance.
+    Within,
+    /// Moved beyond its tolerance (or a text or boolean changed, or the type changed).
+    Fail,
+    /// In the run, not in the baseline (not a failure: bless to record it).
+    New,
+    /// In the baseline, not in the run: a failure.
+    Missing,
+}
+
+impl Verdict {
+    pub fn is_failure(self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::Missing)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Within => "ok",
+            Verdict::Fail => "FAIL",
+            Verdict::New => "new",
+            Verdict::Missing => "MISSING",
+        }
+    }
+}
+
+/// One metric that moved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub metric: String,
+    pub baseline: Option<Value>,
+    pub now: Option<Value>,
+    pub tolerance: Tolerance,
+    pub verdict: Verdict,
+}
+
+impl Row {
+    /// `+8207 (+6.23%)`, `-3`, `changed`, `gone`, `added`.
+    pub fn change(&self) -> String {
+        use super::table::num;
+        match (&self.baseline, &self.now) {
+            (Some(b), Some(n)) => match (b, n, b.as_f64(), n.as_f64()) {
+                (Value::Int(x), Value::Int(y), _, _) => {
+                    let d = *y as i128 - *x as i128;
+                    let rel = (*x != 0).then(|| d as f64 / (*x as f64).abs() * 100.0);
+                    with_rel(format!("{d:+}"), rel)
+                }
+                (_, _, Some(x), Some(y)) => {
+                    let d = y - x;
+                    let sign = if d >= 0.0 { "+" } else { "" };
+                    let rel = (x != 0.0).then(|| d / x.abs() * 100.0);
+                    with_rel(format!("{sign}{}", num(d)), rel)
+                }
+                _ => "changed".into(),
+            },
+            (Some(_), None) => "gone".into(),
+            (None, Some(_)) => "added".into(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+fn with_rel(abs: String, rel: Option<f64>) -> String {
+    match rel {
+        Some(r) => {
+            let sign = if r >= 0.0 { "+" } else { "" };
+            format!("{abs} ({sign}{}%)", super::table::num_sig(r, 3))
+        }
+        None => abs,
+    }
+}
+
+/// The outcome of comparing one run with its baseline.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Metrics that moved (or appeared or disappeared), in name order.
+    pub rows: Vec<Row>,
+    /// Metrics compared (selected by `[check]` and present on both sides).
+    pub compared: usize,
+    /// Metrics left out by `[check]`.
+    pub skipped: usize,
+    /// `[check]` patterns that match no metric.
+    pub unmatched_patterns: Vec<String>,
+}
+
+impl Comparison {
+    pub fn failures(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| r.verdict.is_failure())
+    }
+    pub fn passed(&self) -> bool {
+        self.failures().next().is_none()
+    }
+}
+
+/// Compares `now` with `baseline` under `spec`.
+pub fn compare(baseline: &Metrics, now: &Metrics, spec: &CheckSpec) -> Comparison {
+    let names: BTreeSet<&MetricName> = baseline.0.keys().chain(now.0.keys()).collect();
+    let all: Vec<&str> = names.iter().map(|n| n.0.as_str()).collect();
+    let mut c = Comparison {
+        unmatched_patterns: spec.unmatched(&all),
+        ..Comparison::default()
+    };
+    for name in names {
+        let metric = name.0.as_str();
+        if !spec.selects(metric) {
+            c.skipped += 1;
+            continue;
+        }
+        let (tolerance, _) = spec.tolerance_for(metric);
+        let (b, n) = (baseline.0.get(name), now.0.get(name));
+        let verdict = match (b, n) {
+            (Some(b), Some(n)) => {
+                c.compared += 1;
+                match judge(b, n, &tolerance) {
+                    None => continue,
+                    Some(v) => v,
+                }
+            }
+            (Some(_), None) => Verdict::Missing,
+            (None, Some(_)) => Verdict::New,
+            (None, None) => continue,
+        };
+        c.rows.push(Row {
+            metric: metric.to_owned(),
+            baseline: b.cloned(),
+            now: n.cloned(),
+            tolerance,
+            verdict,
+        });
+    }
+    c
+}
+
+/// `None` when the values are equal; else whether the move is within `tol`.
+fn judge(b: &Value, n: &Value, tol: &Tolerance) -> Option<Verdict> {
+    if b == n {
+        return None;
+    }
+    let (Some(x), Some(y)) = (b.as_f64(), n.as_f64()) else {
+        // Text, booleans or a change of type: compared exactly.
+        return Some(Verdict::Fail);
+    };
+    let diff = match (b, n) {
+        (Value::Int(i), Value::Int(j)) => (*j as i128 - *i as i128).unsigned_abs() as f64,
+        _ => (y - x).abs(),
+    };
+    if diff <= FLOAT_NOISE * x.abs().max(y.abs()) && !matches!((b, n), (Value::Int(_), Value::Int(_))) {
+        return None;
+    }
+    if x.is_nan() || y.is_nan() {
+        return Some(Verdict::Fail);
+    }
+    Some(if diff <= tol.allowed(x) {
+        Verdict::Within
+    } else {
+        Verdict::Fail
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(v: &[(&str, Value)]) -> Metrics {
+        let mut m = Metrics::default();
+        for (k, x) in v {
+            m.insert(*k, x.clone());
+        }
+        m
+    }
+
+    #[test]
+    fn moved_metrics_are_named_with_their_verdict() {
+        let base = metrics(&[
+            ("a.count", Value::Int(10)),
+            ("a.p99", Value::Float(100.0)),
+            ("a.p50", Value::Float(50.0)),
+            ("gone", Value::Int(1)),
+            ("outcome", Value::Text("drained".into())),
+            ("same", Value::Float(0.1 + 0.2)),
+        ]);
+        let now = metrics(&[
+            ("a.count", Value::Int(11)),
+            ("a.p99", Value::Float(101.0)),
+            ("a.p50", Value::Float(50.0 * (1.0 + 1e-15))),
+            ("added", Value::Int(0)),
+            ("outcome", Value::Text("finished".into())),
+            ("same", Value::Float(0.3)),
+        ]);
+        let spec: CheckSpec = toml::from_str("tolerance.\"a.p99\" = { relative = 0.02 }").unwrap();
+        let c = compare(&base, &now, &spec);
+        let got: Vec<(&str, Verdict)> = c.rows.iter().map(|r| (r.metric.as_str(), r.verdict)).collect();
+        assert_eq!(
+            got,
+            [
+                ("a.count", Verdict::Fail),
+                ("a.p99", Verdict::Within),
+                ("added", Verdict::New),
+                ("gone", Verdict::Missing),
+                ("outcome", Verdict::Fail),
+            ]
+        );
+        assert_eq!(c.compared, 5);
+        assert!(!c.passed());
+        assert_eq!(c.rows[0].change(), "+1 (+10%)");
+        assert_eq!(c.rows[1].change(), "+1 (+1%)");
+        assert_eq!(c.rows[4].change(), "changed");
+    }
+
+    #[test]
+    fn ignored_metrics_are_skipped_and_new_ones_do_not_fail() {
+        let base = metrics(&[("hotspots.1", Value::Text("a".into()))]);
+        let now = metrics(&[("hotspots.1", Value::Text("b".into())), ("counters.x", Value::Int(3))]);
+        let spec: CheckSpec = toml::from_str("ignore = [\"hotspots\"]").unwrap();
+        let c = compare(&base, &now, &spec);
+        assert!(c.passed(), "{c:?}");
+        assert_eq!(c.skipped, 1);
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(c.rows[0].verdict, Verdict::New);
+    }
+
+    #[test]
+    fn integers_are_exact_even_when_huge() {
+        let base = metrics(&[("x", Value::Int(i64::MAX - 1))]);
+        let now = metrics(&[("x", Value::Int(i64::MAX))]);
+        let c = compare(&base, &now, &CheckSpec::default());
+        assert_eq!(c.rows.len(), 1);
+        assert_eq!(c.rows[0].verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn absolute_tolerance_and_zero_baseline() {
+        let base = metrics(&[("drops", Value::Int(0))]);
+        let now = metrics(&[("drops", Value::Int(5))]);
+        let spec: CheckSpec = toml::from_str("tolerance.drops = { absolute = 5 }").unwrap();
+        let c = compare(&base, &now, &spec);
+        assert_eq!(c.rows[0].verdict, Verdict::Within);
+        assert_eq!(c.rows[0].change(), "+5");
+        let spec: CheckSpec = toml::from_str("tolerance.drops = { relative = 10.0 }").unwrap();
+        assert_eq!(compare(&base, &now, &spec).rows[0].verdict, Verdict::Fail);
+    }
+}
