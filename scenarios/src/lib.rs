@@ -15,6 +15,7 @@
 pub mod build;
 pub mod cli;
 pub mod diag;
+pub mod ib_report;
 pub mod locate;
 pub mod regression;
 pub mod report;

@@ -29,6 +29,9 @@ pub struct Summary {
     pub groups: Vec<GroupSummary>,
     /// Whole-run counters of the fabric model, by name ([`fabric_counters`]).
     pub counters: BTreeMap<String, u64>,
+    /// InfiniBand: the congestion tree, longest credit stalls first (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub congestion_tree: Vec<crate::ib_report::TreeEdge>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -172,8 +175,12 @@ pub fn group_names(sc: &crate::schema::Scenario) -> Vec<(String, u8)> {
 /// The fabric model's whole-run counters, by name: `summary.json` `counters`. `fabricsim
 /// check` compares every entry (as `counters.<name>`), so a model adds a counter here and
 /// nowhere else.
-pub fn fabric_counters(fabric: &Fabric) -> BTreeMap<String, u64> {
+pub fn fabric_counters(fabric: &Fabric, end: SimTime) -> BTreeMap<String, u64> {
     let t = fabric.totals();
+    let ib = fabric
+        .ib()
+        .map(|ib| crate::ib_report::counters(ib, fabric, end))
+        .unwrap_or_default();
     [
         ("link_hops", t.link_hops),
         ("packets_injected", t.packets_injected),
@@ -186,6 +193,7 @@ pub fn fabric_counters(fabric: &Fabric) -> BTreeMap<String, u64> {
         ("flows_completed", t.flows_completed),
     ]
     .into_iter()
+    .chain(ib)
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
@@ -391,7 +399,11 @@ pub fn summarize(
         },
         hotspots: hotspots(&rows, n_hotspots),
         groups: group_summaries(fabric, groups, end),
-        counters: fabric_counters(fabric),
+        counters: fabric_counters(fabric, end),
+        congestion_tree: fabric
+            .ib()
+            .map(|ib| crate::ib_report::congestion_tree(ib, fabric, topo, n_hotspots))
+            .unwrap_or_default(),
     }
 }
 
@@ -445,11 +457,15 @@ fn csv_field(text: &str) -> String {
 /// `ports.csv`: one row per egress port.
 pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
     let mut s = String::from(
-        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes\n",
+        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes",
     );
+    if fabric.ib().is_some() {
+        s.push_str(crate::ib_report::PORT_COLUMNS);
+    }
+    s.push('\n');
     for r in port_rows(fabric, topo, end) {
         let st = &r.port.stats;
-        let _ = writeln!(
+        let _ = write!(
             s,
             "{},{},{},{},{},{},{},{:.6},{},{},{},{:.3}",
             r.id,
@@ -465,6 +481,10 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
             st.queue_bytes.max(),
             r.mean_queue_bytes,
         );
+        if let Some(ib) = fabric.ib() {
+            s.push_str(&crate::ib_report::port_cells(ib, r.id, end));
+        }
+        s.push('\n');
     }
     s
 }
@@ -582,6 +602,22 @@ pub fn terminal_table(s: &Summary) -> String {
                 h.mean_queue_bytes,
                 h.max_queue_bytes,
                 h.utilisation * 100.0
+            );
+        }
+    }
+    if !s.congestion_tree.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "congestion tree (credit stalls: port -> the port its downstream head waits for)"
+        );
+        for e in &s.congestion_tree {
+            let _ = writeln!(
+                o,
+                "  {:<28} waits for {:<28} {:>12.3}us",
+                e.stalled,
+                e.waits_for,
+                e.stall_ns / 1e3
             );
         }
     }

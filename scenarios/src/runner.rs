@@ -151,6 +151,16 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         report::hdr_log(fabric.packet_latency(), "packet_latency", end).map_err(out_err)?,
     ));
     files.push(("fct.hlog", report::hdr_log(fabric.fct(), "fct", end).map_err(out_err)?));
+    if let Some(ib) = fabric.ib() {
+        files.push((
+            "ib_vls.csv",
+            crate::ib_report::vls_csv(ib, &fabric, &topology, end).into_bytes(),
+        ));
+        files.push((
+            "ib_buffer_occupancy.csv",
+            crate::ib_report::occupancy_percentiles(ib).into_bytes(),
+        ));
+    }
     let timing = serde_json::json!({
         "note": "wall-clock figures: the only file of a results directory that differs between identical runs",
         "wall_seconds": report.wall_elapsed.as_secs_f64(),

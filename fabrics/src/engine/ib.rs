@@ -134,6 +134,9 @@ pub struct IbState {
     /// HOQLife per output port (`None` = off).
     hoq_of_out: Vec<Option<Duration>>,
     pub totals: IbTotals,
+    /// Occupancy (bytes, all VLs) of a switch input buffer as each packet joins it: the
+    /// distribution of buffer fill seen by arriving traffic.
+    pub occupancy_on_arrival: hdrhistogram::Histogram<u64>,
     /// Credit-stall time attributed to (stalled port, port its downstream head waited for).
     stall_edges: BTreeMap<(u32, u32), u64>,
 }
@@ -203,6 +206,8 @@ impl IbState {
             cnp_queue: vec![VecDeque::new(); n_hosts],
             hoq_of_out,
             totals: IbTotals::default(),
+            occupancy_on_arrival: hdrhistogram::Histogram::new_with_bounds(1, 1 << 40, 3)
+                .expect("valid histogram bounds"),
             stall_edges: BTreeMap::new(),
             cfg,
         }
@@ -229,6 +234,11 @@ impl IbState {
             now.ps().saturating_sub(self.out[i].stall_since.ps())
         };
         Duration::from_ps(self.out[i].credit_stall_ps + open)
+    }
+
+    /// Number of data VLs.
+    pub fn n_vls(&self) -> u8 {
+        self.nv as u8
     }
 
     /// Credit-stall time of port `p`, all VLs.
@@ -553,6 +563,7 @@ impl Fabric {
         ib.in_blocks[x as usize] += b as u64;
         let bytes = ib.in_blocks[x as usize] * 64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+        ib.occupancy_on_arrival.saturating_record(bytes);
         let o = ib.ix(out, vl);
         ib.out[o].out_bytes += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
