@@ -53,6 +53,15 @@ pub const NO_LEAF: u32 = u32::MAX;
 /// A host's only port.
 static HOST_PORT: [u16; 1] = [0];
 
+/// How next-hop sets are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    /// Every neighbour on a shortest path (ECMP).
+    ShortestPath,
+    /// Shortest legal up*/down* paths.
+    UpDown,
+}
+
 /// Frozen ECMP routing tables (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Routes {
@@ -87,6 +96,23 @@ impl Routes {
 
     /// Computes shortest-path ECMP routes, or says why the topology cannot be routed.
     pub fn try_ecmp(topo: &Topology) -> Result<Routes, TopologyError> {
+        Routes::build(topo, Policy::ShortestPath)
+    }
+
+    /// Computes up*/down* routes (opensm `updn`, `models.md` §1.7): switches are ranked by
+    /// BFS distance from the root set (every switch of the highest tier), ties broken by node
+    /// index; a hop towards a smaller (rank, index) is *up*. A legal path is zero or more up
+    /// hops followed by zero or more down hops, so no cyclic channel dependency can form
+    /// (deadlock-free without extra VLs). Routes are per destination, so a switch from which a
+    /// down-only path exists always routes down (the shortest such paths); otherwise it
+    /// routes up to the neighbours with the shortest legal remaining path. On fat-trees and
+    /// leaf-spines these are exactly the shortest paths; on rings and meshes they avoid the
+    /// cycle at the price of longer paths.
+    pub fn try_updown(topo: &Topology) -> Result<Routes, TopologyError> {
+        Routes::build(topo, Policy::UpDown)
+    }
+
+    fn build(topo: &Topology, policy: Policy) -> Result<Routes, TopologyError> {
         topo.validate()?;
         let n = topo.n_nodes();
         // Flat adjacency in port order: neighbours of v are adj_nbr[adj_off[v]..adj_off[v+1]].
@@ -160,6 +186,37 @@ impl Routes {
         groups.insert(Vec::new(), 0);
         let mut table = vec![0u32; n_switches * n_leaves];
         let mut dist = vec![u32::MAX; n_switches];
+        // up*/down*: the order key of every switch (BFS rank from the root set, then row).
+        let key: Vec<(u32, u32)> = match policy {
+            Policy::ShortestPath => Vec::new(),
+            Policy::UpDown => {
+                let tiers: Vec<u8> = (0..n)
+                    .filter(|&v| !is_host[v])
+                    .map(|v| topo.switch_tier(NodeIndex::new(v)).unwrap_or(0))
+                    .collect();
+                let top = tiers.iter().copied().max().unwrap_or(0);
+                let mut rank = vec![u32::MAX; n_switches];
+                let mut q: VecDeque<u32> = VecDeque::new();
+                for r in (0..n_switches).filter(|&r| tiers[r] == top) {
+                    rank[r] = 0;
+                    q.push_back(r as u32);
+                }
+                while let Some(u) = q.pop_front() {
+                    for &v in &sw_nbr[sw_range(u as usize)] {
+                        if rank[v as usize] == u32::MAX {
+                            rank[v as usize] = rank[u as usize] + 1;
+                            q.push_back(v);
+                        }
+                    }
+                }
+                (0..n_switches).map(|r| (rank[r], r as u32)).collect()
+            }
+        };
+        let mut down_dist = vec![u32::MAX; n_switches];
+        let mut by_key: Vec<u32> = (0..n_switches as u32).collect();
+        if policy == Policy::UpDown {
+            by_key.sort_by_key(|&r| key[r as usize]);
+        }
         // The group each switch got last time: consecutive leaves mostly give the same one,
         // and comparing with it is cheaper than a map lookup.
         let mut last_gid = vec![0u32; n_switches];
@@ -173,14 +230,48 @@ impl Routes {
             queue.clear();
             order.clear();
             queue.push_back(l);
-            while let Some(u) = queue.pop_front() {
-                order.push(u);
-                let du = dist[u as usize];
-                for &v in &sw_nbr[sw_range(u as usize)] {
-                    if dist[v as usize] == u32::MAX {
-                        dist[v as usize] = du + 1;
-                        queue.push_back(v);
+            match policy {
+                Policy::ShortestPath => {
+                    while let Some(u) = queue.pop_front() {
+                        order.push(u);
+                        let du = dist[u as usize];
+                        for &v in &sw_nbr[sw_range(u as usize)] {
+                            if dist[v as usize] == u32::MAX {
+                                dist[v as usize] = du + 1;
+                                queue.push_back(v);
+                            }
+                        }
                     }
+                }
+                Policy::UpDown => {
+                    // Down-only distances: BFS from the leaf against down hops (x -> y is
+                    // down when key(y) > key(x), so search the neighbours x with key(x) < key(y)).
+                    down_dist.fill(u32::MAX);
+                    down_dist[l as usize] = 0;
+                    while let Some(y) = queue.pop_front() {
+                        for &x in &sw_nbr[sw_range(y as usize)] {
+                            if key[x as usize] < key[y as usize] && down_dist[x as usize] == u32::MAX {
+                                down_dist[x as usize] = down_dist[y as usize] + 1;
+                                queue.push_back(x);
+                            }
+                        }
+                    }
+                    // Then up hops, in increasing key order (an up neighbour comes earlier).
+                    for &x in &by_key {
+                        let xi = x as usize;
+                        dist[xi] = down_dist[xi];
+                        if dist[xi] == u32::MAX {
+                            for &y in &sw_nbr[sw_range(xi)] {
+                                if key[y as usize] < key[xi] && dist[y as usize] != u32::MAX {
+                                    dist[xi] = dist[xi].min(dist[y as usize] + 1);
+                                }
+                            }
+                        }
+                        if x != l && dist[xi] != u32::MAX {
+                            order.push(x);
+                        }
+                    }
+                    order.insert(0, l);
                 }
             }
             // `order[0]` is the leaf itself: it keeps group 0.
@@ -189,7 +280,14 @@ impl Routes {
                 let du = dist[u];
                 scratch.clear();
                 for i in sw_range(u) {
-                    if dist[sw_nbr[i] as usize].wrapping_add(1) == du {
+                    let v = sw_nbr[i] as usize;
+                    let legal = match policy {
+                        Policy::ShortestPath => true,
+                        // Down whenever a down-only path exists, else up.
+                        Policy::UpDown if down_dist[u] != u32::MAX => key[v] > key[u] && down_dist[v] != u32::MAX,
+                        Policy::UpDown => key[v] < key[u],
+                    };
+                    if legal && dist[v].wrapping_add(1) == du {
                         scratch.push(sw_port[i]);
                     }
                 }
@@ -562,5 +660,124 @@ mod tests {
         assert_eq!(r.next_hops(edge0, 8191).len(), 16);
         let seeds = switch_seeds(t.n_nodes(), 1);
         assert_eq!(r.path(&t, 0, 8191, 5, &seeds).len(), 7);
+    }
+
+    #[test]
+    fn updown_equals_shortest_paths_on_fat_trees() {
+        for k in [4u32, 8] {
+            let t = crate::topology::fat_tree::build(k, link(100), link(100)).unwrap();
+            let (a, b) = (Routes::ecmp(&t), Routes::try_updown(&t).unwrap());
+            for v in 0..t.n_nodes() as u32 {
+                for h in 0..t.n_hosts() as u32 {
+                    assert_eq!(a.next_hops(v, h), b.next_hops(v, h), "k={k} node {v} host {h}");
+                }
+            }
+        }
+    }
+
+    /// A ring of switches, one host each: shortest paths form a cyclic channel dependency;
+    /// up*/down* paths reach every host, never go up after going down, and their channel
+    /// dependency graph is acyclic.
+    #[test]
+    fn updown_breaks_the_cycle_of_a_ring() {
+        for n_sw in [4usize, 5, 6] {
+            let mut t = Topology::new("ring");
+            let sw: Vec<_> = (0..n_sw).map(|i| t.add_switch(format!("s{i}"), 0, None)).collect();
+            for i in 0..n_sw {
+                let h = t.add_host(format!("h{i}"), None);
+                t.add_link(h, sw[i], link(100));
+            }
+            for i in 0..n_sw {
+                t.add_link(sw[i], sw[(i + 1) % n_sw], link(100));
+            }
+            let r = Routes::try_updown(&t).unwrap();
+            let ports: Vec<Vec<(u32, u32)>> = (0..t.n_nodes())
+                .map(|v| {
+                    t.ports(NodeIndex::new(v))
+                        .iter()
+                        .map(|&(_, w)| (v as u32, w.index() as u32))
+                        .collect()
+                })
+                .collect();
+            // Channel = directed link (from, to); dependency = consecutive channels of a path.
+            let mut deps: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
+            for src in 0..n_sw as u32 {
+                for dst in 0..n_sw as u32 {
+                    if src == dst {
+                        continue;
+                    }
+                    let mut node = t.hosts[src as usize].index() as u32;
+                    let mut path = Vec::new();
+                    while node != t.hosts[dst as usize].index() as u32 {
+                        let hops = r.next_hops(node, dst);
+                        assert!(
+                            !hops.is_empty(),
+                            "ring {n_sw}: {src} -> {dst} unroutable at node {node}"
+                        );
+                        // All choices are legal; follow the first.
+                        let ch = ports[node as usize][hops[0] as usize];
+                        path.push(ch);
+                        node = ch.1;
+                        assert!(path.len() <= 2 * n_sw + 2, "loop");
+                    }
+                    for w in path.windows(2) {
+                        deps.entry(w[0]).or_default().push(w[1]);
+                    }
+                }
+            }
+            // Acyclic: repeatedly remove channels with no outgoing dependency.
+            let mut left: BTreeMap<(u32, u32), Vec<(u32, u32)>> = deps.clone();
+            loop {
+                let sinks: Vec<_> = left
+                    .iter()
+                    .filter(|(_, outs)| outs.iter().all(|o| !left.contains_key(o)))
+                    .map(|(k, _)| *k)
+                    .collect();
+                if sinks.is_empty() {
+                    break;
+                }
+                for k in sinks {
+                    left.remove(&k);
+                }
+            }
+            assert!(left.is_empty(), "ring {n_sw}: cyclic channel dependency among {left:?}");
+            // Shortest paths on the same ring do have a cycle (so the test can fail).
+            if n_sw >= 5 {
+                let e = Routes::ecmp(&t);
+                let mut deps: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
+                for src in 0..n_sw as u32 {
+                    for dst in 0..n_sw as u32 {
+                        if src == dst {
+                            continue;
+                        }
+                        let mut node = t.hosts[src as usize].index() as u32;
+                        let mut prev = None;
+                        while node != t.hosts[dst as usize].index() as u32 {
+                            let ch = ports[node as usize][e.next_hops(node, dst)[0] as usize];
+                            if let Some(p) = prev {
+                                deps.entry(p).or_insert_with(Vec::new).push(ch);
+                            }
+                            prev = Some(ch);
+                            node = ch.1;
+                        }
+                    }
+                }
+                let mut left = deps;
+                loop {
+                    let sinks: Vec<_> = left
+                        .iter()
+                        .filter(|(_, outs)| outs.iter().all(|o| !left.contains_key(o)))
+                        .map(|(k, _)| *k)
+                        .collect();
+                    if sinks.is_empty() {
+                        break;
+                    }
+                    for k in sinks {
+                        left.remove(&k);
+                    }
+                }
+                assert!(!left.is_empty(), "ring {n_sw}: shortest paths should form a cycle");
+            }
+        }
     }
 }
