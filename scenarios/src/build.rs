@@ -375,6 +375,7 @@ impl Loaded {
             seed: self.scenario.scenario.seed,
             route_pick,
             ib,
+            roce: None,
         })
     }
 
