@@ -287,3 +287,133 @@ fn dcqcn_converges_to_fair_share_without_pauses() {
         assert_eq!(pauses, 0, "N={n}: PFC paused in steady state");
     }
 }
+
+/// Four switches in a ring S0..S3 (100G, 5 m), host hi on Si; ring links are added first, so
+/// Si's ports are [ring link to S(i±1) in insertion order..., hi]. Node order: S0..S3, h0..h3.
+fn ring() -> Topology {
+    let mut t = Topology::new("4-switch ring");
+    let sw: Vec<_> = (0..4).map(|i| t.add_switch(format!("s{i}"), 0, None)).collect();
+    let hs: Vec<_> = (0..4).map(|i| t.add_host(format!("h{i}"), None)).collect();
+    for i in 0..4 {
+        t.add_link(sw[i], sw[(i + 1) % 4], eth(100, 5));
+    }
+    for i in 0..4 {
+        t.add_link(hs[i], sw[i], eth(100, 5));
+    }
+    t
+}
+
+/// The port of Si toward S(i+1): S0 lists [S1, S3, h0], Si>0 lists [S(i-1), S(i+1), hi].
+fn clockwise(i: u32) -> u16 {
+    if i == 0 { 0 } else { 1 }
+}
+
+fn run_ring(flows: &[u32], routes: fabrics::routing::Routes) -> (Fabric, sim_core::RunReport) {
+    let t = ring();
+    let flows = flows.iter().map(|&i| flow(i, (i + 2) % 4, 1 << 30)).collect();
+    let c = cfg(RoceConfig {
+        buffer_bytes: Some(400_000),
+        ..Default::default()
+    });
+    let mut f = Fabric::new(&t, routes, c, flows).unwrap();
+    let mut s = f.scheduler::<sim_core::WheelQueue<_>>();
+    let limits = RunLimits {
+        end_time: Some(SimTime::ZERO + Duration::from_ms(20)),
+        ..Default::default()
+    };
+    let r = sim_core::run(&mut f, &mut s, &limits, |_| std::ops::ControlFlow::Continue(()));
+    (f, r)
+}
+
+/// Routes that send flow i (hi -> h(i+2)) clockwise across two ring links.
+fn clockwise_routes() -> fabrics::routing::Routes {
+    let mut r = fabrics::routing::Routes::ecmp(&ring());
+    for i in 0..4u32 {
+        r.set_next_hops(i, (i + 2) % 4, &[clockwise(i)]);
+    }
+    r
+}
+
+/// models.md §5.6: four long line-rate flows, each crossing two ring links clockwise, close
+/// a cyclic buffer dependency under PFC: the deadlock is detected (a cycle of the four
+/// clockwise ring ports, all paused), reported with the time it formed, and the run ends
+/// cleanly long before its end time. With one flow removed, or with up*/down* routes (root
+/// S0: flow 1 goes S1 -> S0 -> S3 instead of crossing S2, set by hand), it does not deadlock.
+#[test]
+fn ring_deadlocks_under_pfc_and_is_reported() {
+    let (f, r) = run_ring(&[0, 1, 2, 3], clockwise_routes());
+    let d = f.roce().unwrap().deadlock.clone().expect("deadlock detected");
+    eprintln!("ring deadlock: {d:?}, run ended at {} ({:?})", r.end, r.outcome);
+    assert_eq!(r.outcome, RunOutcome::Finished);
+    assert!(r.end < SimTime::ZERO + Duration::from_ms(5), "detected at {}", r.end);
+    assert_eq!(d.cycle.len(), 4, "{d:?}");
+    let mut ports: Vec<u32> = d.cycle.iter().map(|&(p, _)| p).collect();
+    ports.sort();
+    let want: Vec<u32> = (0..4).map(|i| f.port_base()[i] + clockwise(i as u32) as u32).collect();
+    assert_eq!(ports, want);
+    assert!(d.cycle.iter().all(|&(_, prio)| prio == PRIO));
+    assert!(d.formed_at <= d.detected_at);
+    assert_eq!(f.totals().packets_dropped, 0);
+
+    // One flow fewer: no cycle closes; all three flows keep moving.
+    let (f, r) = run_ring(&[0, 1, 2], clockwise_routes());
+    assert!(f.roce().unwrap().deadlock.is_none());
+    assert_eq!(r.outcome, RunOutcome::EndTime);
+    for rec in f.flow_records() {
+        assert!(rec.bytes_delivered > 100_000_000, "flow {} starved: {rec:?}", rec.id);
+    }
+
+    // up*/down* from root S0: links point up toward S0 (S2 -> S1 and S2 -> S3 up); flow 1
+    // (S1 -> S3) may not turn down -> up at S2, so it goes up to S0 and down to S3.
+    let mut routes = clockwise_routes();
+    routes.set_next_hops(1, 3, &[0]);
+    let (f, r) = run_ring(&[0, 1, 2, 3], routes);
+    assert!(f.roce().unwrap().deadlock.is_none());
+    assert_eq!(r.outcome, RunOutcome::EndTime);
+    for rec in f.flow_records() {
+        assert!(rec.bytes_delivered > 50_000_000, "flow {} starved: {rec:?}", rec.id);
+    }
+}
+
+/// Lossy RoCE (models.md §2.7): no PFC (no lossless priority), a small shared buffer so the
+/// 4-to-1 incast drops, go-back-N with NACKs and a timeout: every flow completes and every
+/// byte is delivered exactly once (the receiver counts only in-order bytes; duplicates and
+/// out-of-order packets are discarded and counted).
+#[test]
+fn go_back_n_delivers_every_byte_exactly_once() {
+    let t = star(5, 100, 5);
+    let size = 3_000_000u64;
+    let flows: Vec<_> = (1..=4)
+        .map(|s| FlowSpec {
+            class: 0,
+            ..flow(s, 0, size + s as u64 * 1000)
+        })
+        .collect();
+    let c = cfg(RoceConfig {
+        buffer_bytes: Some(200_000),
+        lossless_mask: 0,
+        go_back_n: Some(Duration::from_us(50)),
+        ..Default::default()
+    });
+    let f = run(&t, c, flows.clone());
+    let r = f.roce().unwrap();
+    eprintln!("go-back-N: {:?}", r.totals);
+    assert!(
+        r.totals.drops_lossy_threshold > 0,
+        "the test needs drops: {:?}",
+        r.totals
+    );
+    assert!(r.totals.retransmitted > 0 && r.totals.nacks_sent > 0);
+    assert_eq!(r.totals.pause_frames, 0);
+    for (rec, fl) in f.flow_records().iter().zip(&flows) {
+        assert_eq!(rec.bytes_delivered, fl.size.get(), "flow {}", rec.id);
+        assert!(rec.finish.is_some());
+    }
+    let sum: u64 = flows.iter().map(|f| f.size.get()).sum();
+    assert_eq!(f.totals().payload_bytes_delivered, sum);
+    let t = f.totals();
+    assert_eq!(
+        t.packets_injected,
+        t.packets_delivered + t.packets_dropped + f.packets_in_network()
+    );
+}

@@ -292,6 +292,8 @@ pub struct RoceState {
     ctrl_wire: (u32, u32),
     /// Highest byte offset each flow has sent (below it, a send is a retransmission).
     sent_high: Vec<u64>,
+    /// Offset of the flow's last go-back (`u64::MAX`: none yet).
+    rewound_to: Vec<u64>,
     /// PFC edges found by MMU operations, applied once the operation is over.
     pending_edges: Vec<(u32, u8, PfcEdge)>,
     /// Every switch's headroom covers its bound: a lossless drop is a bug (panics).
@@ -545,6 +547,7 @@ impl Fabric {
             deadlock: None,
             ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
             sent_high: vec![0; n_flows],
+            rewound_to: vec![u64::MAX; n_flows],
             pending_edges: Vec::new(),
             lossless_asserted,
             cfg,
@@ -902,8 +905,17 @@ impl Fabric {
                 }
                 PacketKind::Nack => {
                     self.packets.free(id);
-                    self.roce_on_ack(s, pkt.flow, pkt.aux, now.since(pkt.sent_at));
-                    self.roce_go_back(s, pkt.flow);
+                    let f = pkt.flow;
+                    self.roce_on_ack(s, f, pkt.aux, now.since(pkt.sent_at));
+                    // A NACK for an offset already resent since the last go-back is stale
+                    // (it was triggered by packets sent before the go-back): ignore it; if
+                    // the resent packet is lost too, the timeout recovers.
+                    let sent_pos = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
+                    let r = self.rr().rewound_to[f as usize];
+                    let stale = r != u64::MAX && r <= pkt.aux && pkt.aux < sent_pos;
+                    if !stale {
+                        self.roce_go_back(s, f);
+                    }
                 }
                 PacketKind::FlowControl | PacketKind::Pause => unreachable!("not on a RoCE host path"),
             }
@@ -1256,6 +1268,7 @@ impl Fabric {
             return;
         }
         self.flow_state[f as usize].unsent_bytes = size - acked;
+        self.rs().rewound_to[f as usize] = acked;
         let src = self.flows[f as usize].src;
         if !self.rr().flow_active[f as usize] {
             self.rs().flow_active[f as usize] = true;
