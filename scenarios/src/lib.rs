@@ -8,6 +8,7 @@
 //! - [`runner`]: runs a scenario and writes its results directory atomically.
 //! - [`cli`]: the `fabricsim` command line as a function (the binary is a thin wrapper).
 //! - [`report`]: `summary.json`, CSVs, histogram logs and the terminal table.
+//! - [`roce_report`]: RoCEv2-only outputs (`roce_ports.csv`, `roce.json`: PFC, ECN, pause tree, deadlock).
 //!
 //! Only this crate reads or writes files.
 
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod diag;
 pub mod locate;
 pub mod report;
+pub mod roce_report;
 pub mod runner;
 pub mod schema;
 pub mod units;

@@ -417,3 +417,30 @@ fn go_back_n_delivers_every_byte_exactly_once() {
         t.packets_delivered + t.packets_dropped + f.packets_in_network()
     );
 }
+
+/// The shipped ring-deadlock scenario, end to end: the run stops early and `roce.json`
+/// reports the five-port cycle; the PFC-only incast scenario completes without drops and
+/// writes `roce_ports.csv` with PAUSE counts.
+#[test]
+fn shipped_roce_scenarios_report_deadlock_and_pfc() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let out = dir.path().join(name);
+        let opts = scenarios::runner::RunOptions {
+            out_dir: Some(out.clone()),
+            ..Default::default()
+        };
+        scenarios::runner::run_file(&fabricsim_tests::catalogue(name), &opts).unwrap();
+        out
+    };
+    let out = run("roce_ring_deadlock.toml");
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("roce.json")).unwrap()).unwrap();
+    assert_eq!(j["deadlock"]["cycle"].as_array().unwrap().len(), 5, "{j}");
+    let out = run("roce_incast_16to1_pfc.toml");
+    let csv = std::fs::read_to_string(out.join("roce_ports.csv")).unwrap();
+    assert!(csv.lines().count() > 2, "{csv}");
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("roce.json")).unwrap()).unwrap();
+    assert!(j["totals"]["pause_frames"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(j["totals"]["drops_headroom"].as_u64(), Some(0));
+    assert!(!j["pause_tree"].as_array().unwrap().is_empty());
+}
