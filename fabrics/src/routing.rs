@@ -342,6 +342,25 @@ impl Routes {
         &self.group_ports[self.group_offsets[g] as usize..self.group_offsets[g + 1] as usize]
     }
 
+    /// Replaces the next hops at switch `node` toward the leaf of host `dst_host` with
+    /// `ports` (indices into [`Topology::ports`] of `node`), e.g. to pin a ring's flows to one
+    /// direction or to impose up*/down* turns by hand. Every destination behind that leaf
+    /// follows. Panics if `node` is not a switch or is the destination's own leaf.
+    pub fn set_next_hops(&mut self, node: u32, dst_host: u32, ports: &[u16]) {
+        let leaf = self.host_leaf[dst_host as usize];
+        assert!(leaf != NO_LEAF, "host {dst_host} has no leaf switch");
+        assert!(
+            self.leaf_node[leaf as usize] != node,
+            "node {node} is host {dst_host}'s leaf"
+        );
+        let row = self.switch_row[node as usize];
+        assert!(row != NOT_A_SWITCH, "node {node} is not a switch");
+        let g = self.group_offsets.len() as u32 - 1;
+        self.group_ports.extend_from_slice(ports);
+        self.group_offsets.push(self.group_ports.len() as u32);
+        self.table[row as usize * self.n_leaves + leaf as usize] = g;
+    }
+
     /// Number of leaf switches (route destinations).
     pub fn n_leaves(&self) -> usize {
         self.n_leaves
@@ -683,9 +702,9 @@ mod tests {
         for n_sw in [4usize, 5, 6] {
             let mut t = Topology::new("ring");
             let sw: Vec<_> = (0..n_sw).map(|i| t.add_switch(format!("s{i}"), 0, None)).collect();
-            for i in 0..n_sw {
+            for (i, &s) in sw.iter().enumerate() {
                 let h = t.add_host(format!("h{i}"), None);
-                t.add_link(h, sw[i], link(100));
+                t.add_link(h, s, link(100));
             }
             for i in 0..n_sw {
                 t.add_link(sw[i], sw[(i + 1) % n_sw], link(100));
@@ -755,7 +774,7 @@ mod tests {
                         while node != t.hosts[dst as usize].index() as u32 {
                             let ch = ports[node as usize][e.next_hops(node, dst)[0] as usize];
                             if let Some(p) = prev {
-                                deps.entry(p).or_insert_with(Vec::new).push(ch);
+                                deps.entry(p).or_default().push(ch);
                             }
                             prev = Some(ch);
                             node = ch.1;

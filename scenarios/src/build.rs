@@ -4,16 +4,17 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    BufferSpec, CustomLink, FabricKind, InfinibandSpec, LinkSpec, RoutingSpec, Scenario, TopologySpec, VlArbEntrySpec,
-    WorkloadSpec,
+    BufferSpec, CustomLink, DcqcnPreset, EcnPreset, FabricKind, InfinibandSpec, LinkSpec, MarkPointSpec, RoceCcSpec,
+    RoceSpec, RoutingSpec, Scenario, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::engine::{
-    DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig, MAX_MTU_BYTES,
-    RoutePick,
+    DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig,
+    MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick,
 };
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
+use fabrics::models::{DcqcnParams, MarkPoint, RedParams, TimelyParams};
 use fabrics::routing::Routes;
 use fabrics::topology::{LinkInfo, Topology, fat_tree, leaf_spine, sizing};
 use fabrics::traffic::generators::{self, PoissonSpec};
@@ -39,6 +40,8 @@ pub const MAX_IB_BUFFER_BLOCKS: u64 = 1 << 18;
 pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
 /// Largest size of a flow-size CDF file.
 pub const MAX_CDF_BYTES: u64 = 1 << 20;
+/// CNP interval of the ConnectX firmware preset: 4 µs (models.md §2.5.2, recalled).
+pub const FIRMWARE_CNP_INTERVAL: Duration = Duration::from_us(4);
 
 /// A scenario file read and parsed, with its text kept for error messages.
 #[derive(Clone, Debug)]
@@ -155,7 +158,7 @@ impl Loaded {
         };
         let kind = match self.scenario.fabric.kind {
             FabricKind::Infiniband => fabrics::topology::LinkKind::InfiniBand,
-            FabricKind::Ethernet => fabrics::topology::LinkKind::Network,
+            FabricKind::Ethernet | FabricKind::Rocev2 => fabrics::topology::LinkKind::Network,
         };
         Ok(LinkInfo {
             rate: l.rate.get(),
@@ -325,6 +328,16 @@ impl Loaded {
         if !ib_kind && f.infiniband.is_some() {
             return Err(self.err("fabric.infiniband", "[fabric.infiniband] needs kind = \"infiniband\""));
         }
+        let roce_kind = f.kind == FabricKind::Rocev2;
+        if !roce_kind && f.roce.is_some() {
+            return Err(self.err("fabric.roce", "[fabric.roce] needs kind = \"rocev2\""));
+        }
+        if roce_kind && f.buffer.is_some() {
+            return Err(self.err(
+                "fabric.buffer",
+                "RoCEv2 switches have a shared buffer: set [fabric.roce] buffer instead",
+            ));
+        }
         let grh = f.infiniband.as_ref().is_some_and(|i| i.grh);
         let header = match f.header {
             Some(h) => h.get().get(),
@@ -382,6 +395,11 @@ impl Loaded {
         } else {
             None
         };
+        let roce = if roce_kind {
+            Some(self.build_roce(f.roce.as_ref(), (mtu + header) as u32)?)
+        } else {
+            None
+        };
         Ok(EngineConfig {
             mtu_bytes: mtu as u32,
             header_bytes: header as u32,
@@ -393,7 +411,140 @@ impl Loaded {
             seed: self.scenario.scenario.seed,
             route_pick,
             ib,
+            roce,
         })
+    }
+
+    /// `[fabric.roce]` into the engine's [`RoceConfig`], every value range-checked.
+    fn build_roce(&self, spec: Option<&RoceSpec>, max_wire: u32) -> Result<RoceConfig, ScenarioError> {
+        let default_spec = RoceSpec::default();
+        let spec = spec.unwrap_or(&default_spec);
+        let at = |k: &str| format!("fabric.roce.{k}");
+        let mut c = RoceConfig {
+            dwrr_quantum_bytes: [max_wire; 8],
+            ..RoceConfig::default()
+        };
+        let mask = |field: &str, v: &Option<Vec<u8>>, default: u8| -> Result<u8, ScenarioError> {
+            let Some(list) = v else { return Ok(default) };
+            let mut m = 0u8;
+            for &p in list {
+                if p > 7 {
+                    return Err(self.err(&at(field), format!("expected priorities 0..=7, got {p}")));
+                }
+                m |= 1 << p;
+            }
+            Ok(m)
+        };
+        c.lossless_mask = mask("lossless", &spec.lossless, c.lossless_mask)?;
+        c.lossy_mask = mask("lossy", &spec.lossy, c.lossy_mask)?;
+        c.strict_mask = mask("strict", &spec.strict, c.strict_mask)?;
+        if c.lossless_mask & c.lossy_mask != 0 {
+            return Err(self.err(&at("lossy"), "a priority cannot be both lossless and lossy"));
+        }
+        if let Some(p) = spec.control_priority {
+            if p > 7 {
+                return Err(self.err(&at("control_priority"), format!("expected 0..=7, got {p}")));
+            }
+            c.control_priority = p;
+        }
+        c.buffer_bytes = spec.buffer.map(|b| b.get().get());
+        if let Some(b) = spec.reserve {
+            c.reserve_bytes = b.get().get();
+        }
+        c.headroom_bytes = spec.headroom.map(|b| b.get().get());
+        if let Some(b) = spec.resume_offset {
+            c.resume_offset_bytes = b.get().get();
+        }
+        if let Some(a) = spec.alpha_shift {
+            if !(-8..=16).contains(&a) {
+                return Err(self.err(&at("alpha_shift"), format!("expected -8..=16, got {a}")));
+            }
+            c.alpha_shift = a;
+        }
+        if let Some(q) = spec.pause_quanta {
+            if q == 0 {
+                return Err(self.err(&at("pause_quanta"), "expected 1..=65535 (0 is RESUME)"));
+            }
+            c.pause_quanta = q;
+        }
+        if let Some(t) = spec.pfc_refresh {
+            if t.get() == Duration::ZERO {
+                return Err(self.err(&at("pfc_refresh"), "expected a period > 0"));
+            }
+            c.pfc_refresh = Some(t.get());
+        }
+        c.acks = spec.acks;
+        if let Some(t) = spec.go_back_n_timeout {
+            if t.get() == Duration::ZERO || t.get() > Duration::from_ms(1000) {
+                return Err(self.err(&at("go_back_n_timeout"), "expected a timeout in (0, 1s]"));
+            }
+            c.go_back_n = Some(t.get());
+        }
+        if let Some(d) = spec.deadlock_detection {
+            c.deadlock_detection = d;
+        }
+        let rate = self.min_host_rate()?;
+        if let Some(e) = &spec.ecn {
+            let mut r = match e.preset.unwrap_or(EcnPreset::DcqcnPaper) {
+                EcnPreset::DcqcnPaper => RedParams::dcqcn_paper(),
+                EcnPreset::HpccSim => RedParams::hpcc_sim(rate),
+                EcnPreset::Onyx => RedParams::onyx(),
+            };
+            if let Some(k) = e.kmin {
+                r.kmin_bytes = k.get().get();
+            }
+            if let Some(k) = e.kmax {
+                r.kmax_bytes = k.get().get();
+            }
+            if let Some(p) = e.pmax {
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(self.err(&at("ecn.pmax"), format!("expected 0..=1, got {p}")));
+                }
+                r.pmax_ppm = (p * 1e6).round() as u32;
+            }
+            if let Some(pt) = e.point {
+                r.point = match pt {
+                    MarkPointSpec::Enqueue => MarkPoint::Enqueue,
+                    MarkPointSpec::Dequeue => MarkPoint::Dequeue,
+                };
+            }
+            r.check().map_err(|m| self.err(&at("ecn"), m))?;
+            c.ecn = Some(r);
+        }
+        let mut cnp_default = DEFAULT_CNP_INTERVAL;
+        if let Some(cc) = &spec.cc {
+            c.cc = match cc {
+                RoceCcSpec::Dcqcn { preset } => match preset.unwrap_or(DcqcnPreset::Paper) {
+                    DcqcnPreset::Paper => RoceCc::Dcqcn(DcqcnParams::paper(rate)),
+                    DcqcnPreset::Firmware => {
+                        cnp_default = FIRMWARE_CNP_INTERVAL;
+                        RoceCc::Dcqcn(DcqcnParams::connectx_firmware(rate))
+                    }
+                },
+                RoceCcSpec::Timely { preset } => match preset.unwrap_or(TimelyPreset::Reference) {
+                    TimelyPreset::Reference => RoceCc::Timely(TimelyParams::reference(rate)),
+                    TimelyPreset::HpccSim => RoceCc::Timely(TimelyParams::hpcc_sim(rate)),
+                },
+            };
+        }
+        c.cnp_interval = match spec.cnp_interval {
+            Some(t) => t.get(),
+            None => cnp_default,
+        };
+        c.validate(max_wire).map_err(|m| self.err("fabric.roce", m))?;
+        let active = c.lossless_mask | c.lossy_mask;
+        for (i, w) in self.scenario.workload.iter().enumerate() {
+            let (_, class) = w.group();
+            if class > 7 || active & (1 << class) == 0 {
+                return Err(self.err(
+                    &format!("workload[{i}].class"),
+                    format!(
+                        "on a RoCEv2 fabric a class is a priority listed in [fabric.roce] lossless or lossy; got {class}"
+                    ),
+                ));
+            }
+        }
+        Ok(c)
     }
 
     /// `[fabric.infiniband]` into the engine's [`IbConfig`], every value range-checked.

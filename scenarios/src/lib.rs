@@ -9,6 +9,8 @@
 //! - [`cli`]: the `fabricsim` command line as a function (the binary is a thin wrapper).
 //! - [`report`]: `summary.json`, CSVs, histogram logs and the terminal table.
 //! - [`regression`]: baselines, `fabricsim check` and `fabricsim bless`.
+//! - [`ib_report`]: InfiniBand-only outputs (credit stalls, congestion tree, `ib_vls.csv`).
+//! - [`roce_report`]: RoCEv2-only outputs (`roce_ports.csv`, `roce.json`: PFC, ECN, pause tree, deadlock).
 //!
 //! Only this crate reads or writes files.
 
@@ -19,6 +21,7 @@ pub mod ib_report;
 pub mod locate;
 pub mod regression;
 pub mod report;
+pub mod roce_report;
 pub mod runner;
 pub mod schema;
 pub mod units;

@@ -161,6 +161,15 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             crate::ib_report::occupancy_percentiles(ib).into_bytes(),
         ));
     }
+    // RoCEv2 only: PFC/ECN per port and priority, the pause tree, the deadlock.
+    if let Some(csv) = crate::roce_report::ports_csv(&fabric, &topology, end) {
+        files.push(("roce_ports.csv", csv.into_bytes()));
+    }
+    if let Some(rs) = crate::roce_report::summary(&fabric, &topology, end) {
+        let mut v = serde_json::to_vec_pretty(&rs).expect("plain data");
+        v.push(b'\n');
+        files.push(("roce.json", v));
+    }
     let timing = serde_json::json!({
         "note": "wall-clock figures: the only file of a results directory that differs between identical runs",
         "wall_seconds": report.wall_elapsed.as_secs_f64(),

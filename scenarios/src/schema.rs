@@ -135,6 +135,9 @@ pub struct FabricSpec {
     /// InfiniBand parameters (only with `kind = "infiniband"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infiniband: Option<InfinibandSpec>,
+    /// RoCEv2 parameters (only with `kind = "rocev2"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roce: Option<RoceSpec>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -142,6 +145,130 @@ pub struct FabricSpec {
 pub enum FabricKind {
     Ethernet,
     Infiniband,
+    /// RoCEv2: shared-buffer switches, 8 priorities, PFC, ECN, DCQCN/TIMELY (`[fabric.roce]`).
+    Rocev2,
+}
+
+/// `[fabric.roce]`: every field optional; defaults and sources in `docs/models/rocev2.md`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoceSpec {
+    /// Shared packet memory per switch (default 512KiB per port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<SizeSpec>,
+    /// Reserve per (ingress port, priority) (default 4KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<SizeSpec>,
+    /// Headroom per (ingress port, lossless priority) (default: the bound for the switch's
+    /// links, MTU and port-to-port latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<SizeSpec>,
+    /// XON when shared use + this <= the dynamic threshold (default 3KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_offset: Option<SizeSpec>,
+    /// Dynamic-threshold alpha = 2^-alpha_shift, -8..=16 (default 3: alpha = 1/8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha_shift: Option<i8>,
+    /// Lossless priorities (PFC) (default [3]); an empty list turns PFC off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lossless: Option<Vec<u8>>,
+    /// Lossy priorities (tail drop) (default [0, 6]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lossy: Option<Vec<u8>>,
+    /// Quanta (512 bit times) a PAUSE carries, 1..=65535 (default 65535).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_quanta: Option<u16>,
+    /// PAUSE refresh period while congested (default: half the pause time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc_refresh: Option<TimeSpec>,
+    /// Priorities served with strict priority before DWRR over the others (default [6]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<Vec<u8>>,
+    /// Priority of CNPs, ACKs and NACKs (default 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_priority: Option<u8>,
+    /// Minimum interval between CNPs of one flow (default 50us; 4us with the firmware preset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnp_interval: Option<TimeSpec>,
+    /// The receiver ACKs every packet (forced on by TIMELY and go-back-N) (default false).
+    #[serde(default)]
+    pub acks: bool,
+    /// Go-back-N loss recovery with this retransmission timeout (absent: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_back_n_timeout: Option<TimeSpec>,
+    /// Detect a cyclic pause dependency and end the run (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadlock_detection: Option<bool>,
+    /// ECN marking on egress queues (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<EcnSpec>,
+    /// Sender congestion control (absent: none, line rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc: Option<RoceCcSpec>,
+}
+
+/// `[fabric.roce.ecn]`: a preset and/or explicit RED parameters (explicit ones win).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EcnSpec {
+    /// `dcqcn_paper` (5KB/200KB/1%, the default), `hpcc_sim` (100KB/400KB per 25G, 20%), `onyx`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<EcnPreset>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmin: Option<SizeSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmax: Option<SizeSpec>,
+    /// Marking probability at Kmax, 0..=1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmax: Option<f64>,
+    /// `enqueue` or `dequeue` (default dequeue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<MarkPointSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnPreset {
+    DcqcnPaper,
+    HpccSim,
+    Onyx,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkPointSpec {
+    Enqueue,
+    Dequeue,
+}
+
+/// `[fabric.roce.cc]`, selected by `kind`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RoceCcSpec {
+    /// DCQCN; `preset` = `paper` (default) or `firmware` (NVIDIA ConnectX defaults).
+    Dcqcn {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preset: Option<DcqcnPreset>,
+    },
+    /// TIMELY; `preset` = `reference` (default) or `hpcc_sim`.
+    Timely {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preset: Option<TimelyPreset>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DcqcnPreset {
+    Paper,
+    Firmware,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelyPreset {
+    Reference,
+    HpccSim,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -251,6 +378,7 @@ impl Default for FabricSpec {
             buffer: None,
             sender_rate: None,
             infiniband: None,
+            roce: None,
         }
     }
 }

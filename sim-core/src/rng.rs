@@ -19,6 +19,9 @@ pub mod stream {
     pub const WORKLOAD: u64 = 1 << 40;
     /// Per-switch ECMP hash seeds (far from `WORKLOAD + i`, the per-workload streams).
     pub const ECMP_SEEDS: u64 = 1 << 41;
+    /// RED/ECN marking decisions of a RoCEv2 fabric (one stream for all switches; draws
+    /// happen in event order).
+    pub const ECN_MARKING: u64 = 1 << 42;
 }
 
 /// The master seed of a run, from which every stream is derived.

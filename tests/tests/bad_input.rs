@@ -510,7 +510,10 @@ fn unknown_fabric_kind() {
     invalid("fabric_kind.toml", &text)
         .at(pos(&text, "kind = \"infinityband\"", "\"infinityband\""))
         .field("fabric.kind")
-        .says(&["unknown variant `infinityband`", "expected `ethernet` or `infiniband`"]);
+        .says(&[
+            "unknown variant `infinityband`",
+            "expected one of `ethernet`, `infiniband`, `rocev2`",
+        ]);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1212,4 +1215,25 @@ fn infiniband_structure_errors() {
     // A bad IB rate preset.
     let text = edit_text(&ib_text(""), "rate = \"hdr\"", "rate = \"hdr_3x\"");
     invalid("ib_rate.toml", &text).says(&["hdr_3x"]);
+}
+
+#[test]
+fn roce_table_needs_rocev2_and_valid_priorities() {
+    const BUF: &str = "buffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }";
+    let roce = |table: &str| edit_text(&edit("\"ethernet\"", "\"rocev2\""), BUF, table);
+    let text = edit(BUF, "[fabric.roce]\nbuffer = \"1MiB\"");
+    invalid("roce_on_ethernet.toml", &text)
+        .field("fabric.roce")
+        .says(&["needs kind = \"rocev2\""]);
+    let text = roce("[fabric.roce]\nlossless = [3]\nlossy = [3]");
+    invalid("roce_both.toml", &text)
+        .field("fabric.roce.lossy")
+        .says(&["both lossless and lossy"]);
+    let text = roce("[fabric.roce]\nbogus = 1");
+    invalid("roce_typo.toml", &text).says(&["unknown field `bogus`"]);
+    // The base workload has class 0: lossy by default, so valid; class 5 is neither.
+    let text = roce("[fabric.roce]\nlossy = [6]");
+    invalid("roce_class.toml", &text)
+        .field("workload[0].class")
+        .says(&["lossless or lossy"]);
 }

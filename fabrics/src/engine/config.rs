@@ -59,6 +59,10 @@ pub struct EngineConfig {
     /// `Some`: an InfiniBand fabric (credit-based, input-buffered cut-through switches; the
     /// Ethernet buffer, flow-control and marking fields above are then unused).
     pub ib: Option<IbConfig>,
+    /// `Some`: a RoCEv2 fabric (shared-buffer switches with 8 priorities, PFC, ECN,
+    /// CNP/ACK, sender congestion control; see `engine/roce.rs`). The `buffer`,
+    /// `flow_control` and `marking` fields above are then unused.
+    pub roce: Option<super::RoceConfig>,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +80,7 @@ impl Default for EngineConfig {
             seed: 1,
             route_pick: RoutePick::Ecmp,
             ib: None,
+            roce: None,
         }
     }
 }

@@ -26,6 +26,12 @@
 //! With [`EngineConfig::ib`] set, switches are input-buffered and cut-through with per-VL
 //! credit flow control, and hosts are HCAs with per-VL send queues: see `engine/ib.rs`. The
 //! event types and the pipe mechanics are the same.
+//!
+//! ## RoCEv2
+//! With [`EngineConfig::roce`] set, switches have a shared-buffer MMU with 8 priorities, PFC,
+//! ECN and strict-priority + DWRR egress scheduling, and host NICs send CNPs/ACKs and run
+//! DCQCN or TIMELY: see `engine/roce.rs`. Flow timers (`FlowTimer(f)`, congestion-control
+//! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then.
 
 mod config;
 mod ib;
@@ -33,12 +39,17 @@ mod nic;
 mod packet;
 mod port;
 mod results;
+mod roce;
 
 pub use config::*;
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use packet::{Packet, PacketArena, PacketKind};
 pub use port::{Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
+pub use roce::{
+    DEFAULT_CNP_INTERVAL, DEFAULT_CONTROL_PRIORITY, DEFAULT_RTO, Deadlock, RoceCc, RoceConfig, RocePortStats,
+    RoceState, RoceTotals, headroom_bound_bytes,
+};
 
 use crate::models::buffer::QueueView;
 use crate::models::{AnyBuffer, AnyCc, AnyFlowControl, AnyMarking, BufferModel, FixedRate, LinkFlowControl, Marking};
@@ -59,8 +70,11 @@ pub enum Ev {
     NicWake(u32),
     /// The next flow(s) of the workload start.
     FlowArrival,
-    /// Port `p`'s timer (InfiniBand: HOQLife deadlines, deferred credit updates).
+    /// Port `p`'s timer (InfiniBand: HOQLife deadlines, deferred credit updates; RoCEv2:
+    /// PAUSE refreshes and expiries).
     PortTimer(u32),
+    /// Flow `f`'s timer (RoCEv2: congestion-control timer, go-back-N timeout).
+    FlowTimer(u32),
 }
 
 /// Errors building an engine from a topology, routes and flows.
@@ -146,6 +160,8 @@ pub struct Fabric {
     dmodk_div: Vec<u64>,
     /// InfiniBand state, when the fabric is InfiniBand.
     ib: Option<Box<IbState>>,
+    /// RoCEv2 state, when the fabric is RoCEv2.
+    roce: Option<Box<RoceState>>,
 }
 
 impl Fabric {
@@ -172,6 +188,11 @@ impl Fabric {
         if let Some(ib) = &cfg.ib {
             ib.validate(cfg.mtu_bytes + cfg.header_bytes)
                 .map_err(EngineError::BadConfig)?;
+        }
+        if cfg.ib.is_some() && cfg.roce.is_some() {
+            return Err(EngineError::BadConfig(
+                "a fabric is either InfiniBand or RoCEv2, not both".into(),
+            ));
         }
         let n_hosts = topo.n_hosts();
         for (i, f) in flows.iter().enumerate() {
@@ -208,7 +229,8 @@ impl Fabric {
         }
         port_base.push(acc);
         let n_ports = acc;
-        let origins = 3u64 * n_ports as u64 + n_hosts as u64 + 1;
+        let flow_origins = if cfg.roce.is_some() { flows.len() as u64 } else { 0 };
+        let origins = 3u64 * n_ports as u64 + n_hosts as u64 + 1 + flow_origins;
         if origins > sim_core::queue::MAX_ORIGINS as u64 {
             return Err(EngineError::TooLarge(format!(
                 "{n_ports} ports and {n_hosts} hosts exceed the scheduler's origin space"
@@ -282,8 +304,9 @@ impl Fabric {
         });
         let dmodk_div = dmodk_divisors(topo);
 
-        let fabric = Fabric {
+        let mut fabric = Fabric {
             ib,
+            roce: None,
             dmodk_div,
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
@@ -315,12 +338,20 @@ impl Fabric {
                 });
             }
         }
+        if fabric.cfg.roce.is_some() {
+            fabric.roce_init()?;
+        }
         Ok(fabric)
     }
 
     /// Number of scheduler origins this fabric uses (see the module docs).
     pub fn n_origins(&self) -> u32 {
-        3 * self.ports.len() as u32 + self.nics.len() as u32 + 1
+        let flow_timers = if self.roce.is_some() {
+            self.flows.len() as u32
+        } else {
+            0
+        };
+        3 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + flow_timers
     }
 
     /// A scheduler sized for this fabric with the first flow arrival scheduled.
@@ -390,7 +421,15 @@ impl Fabric {
                 (p.queue.iter().filter(|id| data(id)).count() + p.pipe.iter().filter(|(_, id)| data(id)).count()) as u64
             })
             .sum();
-        wires + self.ib.as_ref().map_or(0, |ib| ib.data_packets_buffered(&self.packets))
+        wires
+            + self.ib.as_ref().map_or(0, |ib| ib.data_packets_buffered(&self.packets))
+            + self.roce.as_ref().map_or(0, |r| r.data_packets_buffered(&self.packets))
+    }
+
+    /// The RoCEv2 state (PFC counters, pause tree, ECN, CNPs, drops by cause, deadlock), on a
+    /// RoCEv2 fabric.
+    pub fn roce(&self) -> Option<&RoceState> {
+        self.roce.as_deref()
     }
 
     /// The InfiniBand state (counters, credit stalls, congestion tree), on an IB fabric.
@@ -511,6 +550,10 @@ impl Fabric {
             self.ib_on_arrive(s, p, id);
             return;
         }
+        if self.roce.is_some() {
+            self.roce_on_arrive(s, p, id);
+            return;
+        }
         let port = &self.ports[p as usize];
         let node = port.peer_node;
         let in_port = port.peer_port;
@@ -620,6 +663,8 @@ impl Fabric {
             if self.ib.is_some() {
                 self.ib_flow_started(i);
                 self.ib_nic_send(s, src);
+            } else if self.roce.is_some() {
+                self.roce_flow_started(s, i);
             } else {
                 self.nics[src as usize].active.push_back(i);
                 self.nic_send(s, src);
@@ -697,6 +742,8 @@ impl Model for Fabric {
             Ev::TxDone(p) => {
                 if self.ib.is_some() {
                     self.ib_on_txdone(s, p);
+                } else if self.roce.is_some() {
+                    self.roce_on_txdone(s, p);
                 } else {
                     self.ports[p as usize].txdone_pending = false;
                     self.try_start_queued(s, p);
@@ -709,16 +756,27 @@ impl Model for Fabric {
                 }
                 if self.ib.is_some() {
                     self.ib_nic_send(s, h);
+                } else if self.roce.is_some() {
+                    self.roce_nic_wake(s, h);
                 } else {
                     self.nic_send(s, h);
                 }
             }
             Ev::FlowArrival => self.on_flow_arrival(s),
-            Ev::PortTimer(p) => self.ib_on_timer(s, p),
+            Ev::PortTimer(p) => {
+                if self.roce.is_some() {
+                    self.roce_on_timer(s, p);
+                } else {
+                    self.ib_on_timer(s, p);
+                }
+            }
+            Ev::FlowTimer(f) => self.roce_on_flow_timer(s, f),
         }
     }
 
+    /// All flows completed, or (RoCEv2) a deadlock was detected.
     fn finished(&self) -> bool {
         self.totals.flows_completed as usize == self.flows.len()
+            || self.roce.as_ref().is_some_and(|r| r.deadlock.is_some())
     }
 }

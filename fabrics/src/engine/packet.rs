@@ -9,8 +9,17 @@ pub enum PacketKind {
     Data,
     /// InfiniBand link-level flow-control packet: `aux` is the FCCL it advertises for `vl`.
     FlowControl,
-    /// Congestion notification from a flow's destination back to its source (IB BECN).
+    /// Congestion notification from a flow's destination back to its source (IB BECN,
+    /// RoCEv2 CNP).
     Cnp,
+    /// PFC frame (802.1Qbb) on an Ethernet link: `aux` encodes the frame (see
+    /// `engine/roce.rs`). Consumed by the MAC at the far end of the link, never forwarded.
+    Pause,
+    /// RoCEv2 ACK to a flow's source: `aux` = bytes received in order so far, `sent_at` =
+    /// send time of the packet it acknowledges (for the RTT sample).
+    Ack,
+    /// RoCEv2 NACK (go-back-N): `aux` = the byte offset the receiver expects next.
+    Nack,
 }
 
 /// One packet. Plain data: the engine owns every field.

@@ -1,0 +1,1328 @@
+//! RoCEv2 mechanics in the engine: shared-buffer switches with 8 priorities, PFC frames on
+//! the reverse link, strict priority + DWRR egress scheduling, ECN marking, CNP/ACK/NACK
+//! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY) with one
+//! timer event per flow, go-back-N for lossy priorities, the pause tree and run-time
+//! deadlock detection. The models themselves are pure state machines in `models/`
+//! (`buffer.rs` `SharedBuffer`, `pfc.rs`, `marking.rs`, `cc/`); this file wires them.
+//!
+//! ## A packet through a switch
+//! A packet arrives (store-and-forward, after the port-to-port latency), is routed, and is
+//! offered to the switch's MMU with its ingress port and priority (`Packet::vl`, the flow's
+//! `class`). Dropped: counted by cause. Accepted: it joins the egress queue of its priority;
+//! when the admission crossed XOFF of (ingress, priority), the ingress port's `PfcSender`
+//! emits a PAUSE which waits on that port's transmitter *ahead of any data* (a MAC control
+//! frame) and crosses the link with its delay. The packet leaves the MMU when it starts on
+//! the egress wire; if that brings (ingress, priority) to XON, a RESUME follows the same way.
+//!
+//! ## Egress scheduling
+//! A port sends, in order: a pending PFC frame; then (switch) the highest priority of
+//! `strict_mask` with a packet that PFC allows, else DWRR over the other priorities (quantum
+//! `dwrr_quantum_bytes` each); (host NIC) control packets (CNP, ACK, NACK), then data
+//! round-robin over the flows whose congestion control and PFC allow them. A priority paused
+//! by the peer never starts a frame (asserted); a frame already started completes.
+//!
+//! ## PFC receiver
+//! A PFC frame arriving at a node stops the priorities it names on the node's port that sends
+//! over that link (`PfcReceiver`), for the quanta it carries; RESUME (quanta 0) or the timer's
+//! expiry (a port timer) lets them go again. The pause tree records, per (paused port, pausing
+//! port, priority), the time spent paused.
+//!
+//! ## Deadlock
+//! At every PAUSE refresh the engine looks for a cycle of paused (egress port, priority) pairs
+//! where each one's peer holds, in a paused egress queue, packets that came in from it (a
+//! cyclic buffer dependency with every member paused for at least one refresh period). Found:
+//! the cycle and the time it closed are recorded and the run ends ([`RoceState::deadlock`]).
+
+use super::{Ev, Fabric, Packet, PacketKind};
+use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
+use crate::models::cc::{DcqcnParams, TimelyParams};
+use crate::models::marking::{Marking, RedEcn, RedParams};
+use crate::models::pfc::{self, N_PRIORITIES, PfcEdge, PfcFrame, PfcReceiver, PfcSender};
+use crate::models::{AnyCc, CongestionControl, Dcqcn, Timely};
+use crate::roce::frame::{PAUSE_WIRE_BYTES, RoceFrame};
+use sim_core::{BitsPerSec, Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, serialization_time};
+use std::collections::{BTreeMap, VecDeque};
+
+const NP: usize = N_PRIORITIES;
+
+/// Default shared buffer per switch port: 512 KiB (the plain Ethernet per-port buffer, so
+/// both fabrics get the same memory; an assumption, see `engine/config.rs`).
+pub const DEFAULT_BUFFER_PER_PORT_BYTES: u64 = super::DEFAULT_PORT_BUFFER_BYTES;
+/// Default minimum interval between two CNPs of one QP at the receiver: 50 µs (DCQCN paper's
+/// notification point, models.md §2.5.1; ConnectX firmware uses 4 µs).
+pub const DEFAULT_CNP_INTERVAL: Duration = Duration::from_us(50);
+/// Default priority of CNPs, ACKs and NACKs: 6 (Onyx "roce lossless" defaults put CNPs on 6,
+/// models.md §2.2, §6), served with strict priority.
+pub const DEFAULT_CONTROL_PRIORITY: u8 = 6;
+/// Default go-back-N retransmission timeout: 100 µs (an assumption of the order of several
+/// RTTs in a data-centre fabric; ConnectX's is configurable, ~ms scale, models.md §2.7).
+pub const DEFAULT_RTO: Duration = Duration::from_us(100);
+
+/// Sender congestion control of every RoCE flow.
+#[derive(Clone, Debug, Default)]
+pub enum RoceCc {
+    /// Line rate (or [`super::EngineConfig::sender_rate`]), no feedback.
+    #[default]
+    None,
+    /// DCQCN reaction point; `line_rate` is replaced by each flow's NIC rate.
+    Dcqcn(DcqcnParams),
+    /// TIMELY; `line_rate` is replaced by each flow's NIC rate and `delta` scaled with it.
+    Timely(TimelyParams),
+}
+
+/// Configuration of a RoCEv2 fabric (plain data; [`RoceConfig::validate`] checks it).
+#[derive(Clone, Debug)]
+pub struct RoceConfig {
+    /// Shared packet memory of each switch, bytes; `None` = 512 KiB per port.
+    pub buffer_bytes: Option<u64>,
+    /// Reserve per (ingress port, priority in use), bytes (HPCC-sim: 4 KiB).
+    pub reserve_bytes: u64,
+    /// Headroom per (ingress port, lossless priority), bytes; `None` = the bound
+    /// [`headroom_bound_bytes`] of the switch's worst port.
+    pub headroom_bytes: Option<u64>,
+    /// XON hysteresis: resume when shared use + this ≤ threshold (HPCC-sim: 3 KiB).
+    pub resume_offset_bytes: u64,
+    /// Dynamic threshold α = 2^−shift (HPCC-sim: 3, α = 1/8).
+    pub alpha_shift: i8,
+    /// Lossless priorities (PFC and headroom), bit p = priority p. 0 = no PFC at all.
+    pub lossless_mask: u8,
+    /// Lossy priorities (tail drop at the dynamic threshold).
+    pub lossy_mask: u8,
+    /// Pause time a PAUSE frame carries, quanta of 512 bit times (practice: 65535).
+    pub pause_quanta: u16,
+    /// Refresh a PAUSE this long after the last one while still congested; `None` = half
+    /// the pause time at the link's rate.
+    pub pfc_refresh: Option<Duration>,
+    /// Priorities served with strict priority (highest first) before DWRR over the rest.
+    pub strict_mask: u8,
+    /// DWRR quantum per priority, bytes (≥ one maximum frame keeps DWRR O(1) per packet).
+    pub dwrr_quantum_bytes: [u32; NP],
+    /// RED/ECN marking on egress queues (per port and priority); `None` = no marking.
+    pub ecn: Option<RedParams>,
+    /// Sender congestion control.
+    pub cc: RoceCc,
+    /// Minimum interval between two CNPs of one flow (QP) at the receiver.
+    pub cnp_interval: Duration,
+    /// Priority of CNP, ACK and NACK packets.
+    pub control_priority: u8,
+    /// The receiver ACKs every data packet (needed by TIMELY and go-back-N; forced on then).
+    pub acks: bool,
+    /// Go-back-N loss recovery with this retransmission timeout; `None` = off (a dropped
+    /// packet is lost and its flow never completes).
+    pub go_back_n: Option<Duration>,
+    /// Look for cyclic pause dependencies and end the run when one forms.
+    pub deadlock_detection: bool,
+}
+
+impl Default for RoceConfig {
+    fn default() -> Self {
+        RoceConfig {
+            buffer_bytes: None,
+            reserve_bytes: crate::models::buffer::HPCC_SIM_RESERVE_BYTES,
+            headroom_bytes: None,
+            resume_offset_bytes: crate::models::buffer::HPCC_SIM_RESUME_OFFSET_BYTES,
+            alpha_shift: crate::models::buffer::HPCC_SIM_ALPHA_SHIFT,
+            lossless_mask: 1 << 3,
+            lossy_mask: (1 << 0) | (1 << DEFAULT_CONTROL_PRIORITY),
+            pause_quanta: pfc::MAX_PAUSE_QUANTA,
+            pfc_refresh: None,
+            strict_mask: 1 << DEFAULT_CONTROL_PRIORITY,
+            dwrr_quantum_bytes: [super::DEFAULT_MTU_BYTES + super::ETHERNET_ROCE_HEADER_BYTES; NP],
+            ecn: None,
+            cc: RoceCc::None,
+            cnp_interval: DEFAULT_CNP_INTERVAL,
+            control_priority: DEFAULT_CONTROL_PRIORITY,
+            acks: false,
+            go_back_n: None,
+            deadlock_detection: true,
+        }
+    }
+}
+
+impl RoceConfig {
+    /// Why this configuration cannot run with frames of up to `max_wire` bytes, if it cannot.
+    pub fn validate(&self, max_wire: u32) -> Result<(), String> {
+        if self.lossless_mask & self.lossy_mask != 0 {
+            return Err("a priority cannot be both lossless and lossy".into());
+        }
+        if (self.lossless_mask | self.lossy_mask) & (1 << self.control_priority) == 0 {
+            return Err(format!(
+                "the control priority {} (CNP/ACK) must be lossless or lossy",
+                self.control_priority
+            ));
+        }
+        if self.pause_quanta == 0 {
+            return Err("pause quanta must be > 0 (0 is RESUME)".into());
+        }
+        if self.dwrr_quantum_bytes.contains(&0) {
+            return Err("DWRR quanta must be > 0".into());
+        }
+        if let Some(h) = self.headroom_bytes
+            && self.lossless_mask != 0
+            && h < max_wire as u64
+        {
+            return Err(format!("headroom {h} B cannot hold one {max_wire} B frame"));
+        }
+        if let Some(r) = &self.ecn {
+            r.check()?;
+        }
+        match &self.cc {
+            RoceCc::None => {}
+            RoceCc::Dcqcn(p) => p.check()?,
+            RoceCc::Timely(p) => p.check()?,
+        }
+        if self.go_back_n.is_some_and(|t| t == Duration::ZERO) {
+            return Err("go-back-N timeout must be > 0".into());
+        }
+        Ok(())
+    }
+
+    fn active_mask(&self) -> u8 {
+        self.lossless_mask | self.lossy_mask
+    }
+}
+
+/// The headroom bound of one (ingress port, lossless priority) in this engine: bytes that can
+/// still arrive after the XOFF decision. models.md §2.2's generic bound
+/// `(2·delay + t_resp)·C/8 + 2·max frame + PFC frame`, with the response time `t_resp` = the
+/// switch's port-to-port latency (data in it is already committed when the PAUSE lands)
+/// plus one maximum frame (the XOFF decision can come one packet late when the dynamic
+/// threshold shrinks under a port that is not receiving), and the in-flight part rounded up
+/// to whole maximum frames: frames are stored whole, so one that straddles the window
+/// arrives entirely (measured: a 100G, 10 m, 500 ns hop used exactly 5 frames, 772 B more
+/// than the byte-exact formula).
+pub fn headroom_bound_bytes(rate: BitsPerSec, link_delay: Duration, switch_latency: Duration, max_frame: u32) -> u64 {
+    let ser = serialization_time(Bytes(max_frame as u64), rate);
+    let resp = Duration(2 * link_delay.ps() + switch_latency.ps() + ser.ps());
+    let frame = max_frame as u64;
+    let fixed = 2 * frame + pfc::PFC_FRAME_WIRE_BYTES;
+    let in_flight = pfc::headroom_bytes(0, rate, frame, resp) - fixed;
+    in_flight.div_ceil(frame) * frame + fixed
+}
+
+/// Counters of one port of a RoCEv2 fabric, per priority where it applies.
+#[derive(Clone, Debug, Default)]
+pub struct RocePortStats {
+    /// PAUSE frames (incl. refreshes) and RESUME frames this port sent (it is the ingress of
+    /// the congested node).
+    pub pause_tx: [u64; NP],
+    pub resume_tx: [u64; NP],
+    /// PFC frames this port received (it is paused or resumed).
+    pub pfc_rx: [u64; NP],
+    /// Data packets marked CE when leaving / joining this port's queue.
+    pub ecn_marked: [u64; NP],
+    /// Drops at this egress port by cause: lossless headroom full, lossy threshold, pool full.
+    pub drops_headroom: u64,
+    pub drops_lossy_threshold: u64,
+    pub drops_buffer_full: u64,
+    /// Largest headroom use of this ingress port (any lossless priority), bytes.
+    pub headroom_max_bytes: u64,
+    /// Largest egress bytes of (this port, priority) seen.
+    pub queue_max_bytes: [u64; NP],
+}
+
+/// Whole-fabric RoCEv2 counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoceTotals {
+    pub pause_frames: u64,
+    pub resume_frames: u64,
+    pub ecn_marked: u64,
+    pub cnps_sent: u64,
+    pub cnps_received: u64,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    /// Data packets sent again by go-back-N.
+    pub retransmitted: u64,
+    /// Go-back-N timeouts that fired.
+    pub timeouts: u64,
+    /// Data packets the receiver discarded (out of order or duplicate, go-back-N).
+    pub receiver_discards: u64,
+    /// Control packets (CNP/ACK/NACK) dropped on a lossy priority.
+    pub control_drops: u64,
+    pub drops_headroom: u64,
+    pub drops_lossy_threshold: u64,
+    pub drops_buffer_full: u64,
+}
+
+/// A cyclic pause dependency found at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deadlock {
+    /// The cycle: (egress port, priority), each paused by its peer, whose peer holds packets
+    /// from it in the next member's queue.
+    pub cycle: Vec<(u32, u8)>,
+    /// When the last member of the cycle became paused (the cycle closed).
+    pub formed_at: SimTime,
+    /// When it was detected (at a PAUSE refresh).
+    pub detected_at: SimTime,
+}
+
+/// The RoCEv2 state of a fabric; per-priority arrays are indexed by `port * 8 + prio`.
+pub struct RoceState {
+    pub cfg: RoceConfig,
+    /// MMU of each switch (by node; `None` for hosts).
+    mmu: Vec<Option<SharedBuffer>>,
+    // Per port and priority.
+    q: Vec<VecDeque<u32>>,
+    q_bytes: Vec<u64>,
+    deficit: Vec<u32>,
+    paused_since: Vec<SimTime>,
+    // Per port.
+    rr: Vec<u8>,
+    pfc_tx: Vec<PfcSender>,
+    pfc_rx: Vec<PfcReceiver>,
+    /// Encoded PFC frame waiting for the port's transmitter (0 = none).
+    pfc_pending: Vec<u64>,
+    timer_at: Vec<SimTime>,
+    pub port_stats: Vec<RocePortStats>,
+    // Per host: control packets (CNP, ACK, NACK) waiting for the NIC.
+    ctrl_q: Vec<VecDeque<u32>>,
+    // Per flow.
+    last_cnp: Vec<SimTime>,
+    flow_timer_at: Vec<SimTime>,
+    last_tx: Vec<(SimTime, u32)>,
+    flow_active: Vec<bool>,
+    snd_acked: Vec<u64>,
+    rcv_expected: Vec<u64>,
+    nack_sent: Vec<bool>,
+    rto_at: Vec<SimTime>,
+    ecn: Option<RedEcn>,
+    /// Refresh period used by deadlock detection (the shortest of the ports').
+    window: Duration,
+    pub totals: RoceTotals,
+    /// Paused time per (paused port, pausing port, priority), closed intervals.
+    pause_edges: BTreeMap<(u32, u32, u8), u64>,
+    /// Who paused (port, prio) now (the pausing port), `u32::MAX` when not paused.
+    paused_by: Vec<u32>,
+    pub deadlock: Option<Deadlock>,
+    /// Wire bytes of a CNP and of an ACK/NACK.
+    ctrl_wire: (u32, u32),
+    /// Highest byte offset each flow has sent (below it, a send is a retransmission).
+    sent_high: Vec<u64>,
+    /// Offset of the flow's last go-back (`u64::MAX`: none yet).
+    rewound_to: Vec<u64>,
+    /// PFC edges found by MMU operations, applied once the operation is over.
+    pending_edges: Vec<(u32, u8, PfcEdge)>,
+    /// Every switch's headroom covers its bound: a lossless drop is a bug (panics).
+    lossless_asserted: bool,
+}
+
+/// Encodes a PFC frame whose pausing priorities all carry the same quanta.
+fn encode(frame: &PfcFrame) -> u64 {
+    let mut pause = 0u8;
+    let mut quanta = 0u16;
+    for p in 0..NP as u8 {
+        if let Some(q) = frame.get(p)
+            && q > 0
+        {
+            pause |= 1 << p;
+            quanta = q;
+        }
+    }
+    frame.enable_mask as u64 | (pause as u64) << 8 | (quanta as u64) << 16
+}
+
+fn decode(aux: u64) -> PfcFrame {
+    let enable = aux as u8;
+    let pause = (aux >> 8) as u8;
+    let quanta = (aux >> 16) as u16;
+    let mut f = PfcFrame::default();
+    for p in 0..NP as u8 {
+        if enable & (1 << p) != 0 {
+            f.set(p, if pause & (1 << p) != 0 { quanta } else { 0 });
+        }
+    }
+    f
+}
+
+/// Merges frame `b` into the pending encoded frame `a` (the newer timer of a priority wins).
+fn merge(a: u64, b: &PfcFrame) -> u64 {
+    let mut f = if a == 0 { PfcFrame::default() } else { decode(a) };
+    for p in 0..NP as u8 {
+        if let Some(q) = b.get(p) {
+            f.set(p, q);
+        }
+    }
+    encode(&f)
+}
+
+impl RoceState {
+    #[inline]
+    fn ix(port: u32, prio: u8) -> usize {
+        port as usize * NP + prio as usize
+    }
+
+    /// Bytes queued at (port, prio).
+    pub fn queue_bytes(&self, port: u32, prio: u8) -> u64 {
+        self.q_bytes[Self::ix(port, prio)]
+    }
+    /// PFC frames received by `port` for `prio`, and the time it has been paused up to `now`.
+    pub fn paused(&self, port: u32, prio: u8, now: SimTime) -> (u64, Duration) {
+        let r = &self.pfc_rx[port as usize];
+        (r.frames_received(prio), r.paused_time(prio, now))
+    }
+    /// Paused time of `port`, all priorities, up to `now`.
+    pub fn port_paused_time(&self, port: u32, now: SimTime) -> Duration {
+        Duration((0..NP as u8).map(|p| self.paused(port, p, now).1.ps()).sum())
+    }
+    /// The switch MMU of `node` (`None` for hosts).
+    pub fn mmu(&self, node: u32) -> Option<&SharedBuffer> {
+        self.mmu[node as usize].as_ref()
+    }
+
+    /// The pause tree up to `now`: `(paused port, pausing port, priority, paused ps)`,
+    /// longest first. The pausing port belongs to the congested node (it is that node's
+    /// ingress from the paused port); a pausing port that is never paused itself is a root.
+    pub fn pause_edges(&self, now: SimTime) -> Vec<(u32, u32, u8, u64)> {
+        let mut m = self.pause_edges.clone();
+        for (i, &by) in self.paused_by.iter().enumerate() {
+            if by != u32::MAX {
+                let (port, prio) = ((i / NP) as u32, (i % NP) as u8);
+                let until = self.pfc_rx[port as usize].paused_until(prio).min(now);
+                let d = until.ps().saturating_sub(self.paused_since[i].ps());
+                *m.entry((port, by, prio)).or_insert(0) += d;
+            }
+        }
+        let mut v: Vec<_> = m.into_iter().map(|((a, b, p), d)| (a, b, p, d)).collect();
+        v.sort_by(|x, y| y.3.cmp(&x.3).then((x.0, x.1, x.2).cmp(&(y.0, y.1, y.2))));
+        v
+    }
+
+    /// Closes the pause interval of (port, prio) at `end`.
+    fn close_pause(&mut self, port: u32, prio: u8, end: SimTime) {
+        let i = Self::ix(port, prio);
+        if self.paused_by[i] == u32::MAX {
+            return;
+        }
+        let d = end.ps().saturating_sub(self.paused_since[i].ps());
+        *self.pause_edges.entry((port, self.paused_by[i], prio)).or_insert(0) += d;
+        self.paused_by[i] = u32::MAX;
+        self.paused_since[i] = SimTime::MAX;
+    }
+
+    /// Data packets waiting in egress queues.
+    pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
+        self.q
+            .iter()
+            .flat_map(|q| q.iter())
+            .filter(|&&id| packets.get(id).kind == PacketKind::Data)
+            .count() as u64
+    }
+}
+
+impl Fabric {
+    fn rs(&mut self) -> &mut RoceState {
+        self.roce.as_mut().expect("RoCE path runs only on a RoCEv2 fabric")
+    }
+    fn rr(&self) -> &RoceState {
+        self.roce.as_ref().expect("RoCE path runs only on a RoCEv2 fabric")
+    }
+
+    /// Builds the RoCE state and the per-flow congestion controllers.
+    pub(super) fn roce_init(&mut self) -> Result<(), super::EngineError> {
+        let cfg = self.cfg.roce.clone().expect("RoCE configuration");
+        let max_wire = self.cfg.mtu_bytes + self.cfg.header_bytes;
+        cfg.validate(max_wire).map_err(super::EngineError::BadConfig)?;
+        for (i, f) in self.flows.iter().enumerate() {
+            let prio = f.class;
+            if prio as usize >= NP || cfg.active_mask() & (1 << prio) == 0 {
+                return Err(super::EngineError::BadConfig(format!(
+                    "flow {i} has class {prio}, which is neither a lossless nor a lossy priority of the RoCE fabric"
+                )));
+            }
+        }
+        let n_ports = self.ports.len();
+        let n_nodes = self.port_base.len() - 1;
+        let mut mmu = Vec::with_capacity(n_nodes);
+        let mut lossless_asserted = true;
+        for n in 0..n_nodes {
+            if self.is_host[n] {
+                mmu.push(None);
+                continue;
+            }
+            let (a, b) = (self.port_base[n] as usize, self.port_base[n + 1] as usize);
+            if a == b {
+                mmu.push(None);
+                continue;
+            }
+            let bound = (a..b)
+                .map(|p| {
+                    let port = &self.ports[p];
+                    headroom_bound_bytes(port.rate, port.delay, self.cfg.switch_latency, max_wire)
+                })
+                .max()
+                .unwrap_or(0);
+            let headroom = if cfg.lossless_mask == 0 {
+                0
+            } else {
+                cfg.headroom_bytes.unwrap_or(bound)
+            };
+            lossless_asserted &= headroom >= bound;
+            let total = cfg
+                .buffer_bytes
+                .unwrap_or(DEFAULT_BUFFER_PER_PORT_BYTES * (b - a) as u64);
+            let sb = SharedBufferConfig {
+                total_bytes: total,
+                reserve_bytes: cfg.reserve_bytes,
+                headroom_bytes: headroom,
+                resume_offset_bytes: cfg.resume_offset_bytes,
+                lossless_mask: cfg.lossless_mask,
+                lossy_mask: cfg.lossy_mask,
+                port_alpha_shift: vec![cfg.alpha_shift; b - a],
+            };
+            sb.check()
+                .map_err(|e| super::EngineError::BadConfig(format!("switch node {n}: {e}")))?;
+            mmu.push(Some(SharedBuffer::new(sb)));
+        }
+        let pfc_tx = self
+            .ports
+            .iter()
+            .map(|p| match cfg.pfc_refresh {
+                Some(r) => PfcSender::new(cfg.pause_quanta, r),
+                None => PfcSender::new(
+                    cfg.pause_quanta,
+                    Duration((pfc::pause_duration(cfg.pause_quanta, p.rate).ps() / 2).max(1)),
+                ),
+            })
+            .collect();
+        let window = self
+            .ports
+            .iter()
+            .map(|p| match cfg.pfc_refresh {
+                Some(r) => r,
+                None => Duration(pfc::pause_duration(cfg.pause_quanta, p.rate).ps() / 2),
+            })
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let pfc_rx = self.ports.iter().map(|p| PfcReceiver::new(p.rate)).collect();
+        let ecn = cfg.ecn.map(|r| {
+            RedEcn::new(
+                r,
+                sim_core::RngStreams::new(self.cfg.seed).stream(sim_core::rng::stream::ECN_MARKING),
+            )
+        });
+        // Per-flow congestion control at the NIC's rate.
+        for (i, f) in self.flows.iter().enumerate() {
+            let line = self.ports[self.nics[f.src as usize].port as usize].rate;
+            let cc = match &cfg.cc {
+                RoceCc::None => continue,
+                RoceCc::Dcqcn(p) => {
+                    let mut p = *p;
+                    p.line_rate = line;
+                    p.min_rate = p.min_rate.min(line);
+                    AnyCc::Dcqcn(Dcqcn::new(p))
+                }
+                RoceCc::Timely(p) => {
+                    let mut p = *p;
+                    let old = p.line_rate.0.max(1) as u128;
+                    p.delta = BitsPerSec((p.delta.0 as u128 * line.0 as u128 / old).max(1) as u64);
+                    p.line_rate = line;
+                    p.min_rate = p.min_rate.min(line);
+                    AnyCc::Timely(Timely::new(p))
+                }
+            };
+            self.flow_state[i].cc = cc;
+        }
+        let n_flows = self.flows.len();
+        let frame = RoceFrame::DATA_IPV4;
+        self.roce = Some(Box::new(RoceState {
+            mmu,
+            q: vec![VecDeque::new(); n_ports * NP],
+            q_bytes: vec![0; n_ports * NP],
+            deficit: vec![0; n_ports * NP],
+            paused_since: vec![SimTime::MAX; n_ports * NP],
+            paused_by: vec![u32::MAX; n_ports * NP],
+            rr: vec![0; n_ports],
+            pfc_tx,
+            pfc_rx,
+            pfc_pending: vec![0; n_ports],
+            timer_at: vec![SimTime::MAX; n_ports],
+            port_stats: vec![RocePortStats::default(); n_ports],
+            ctrl_q: vec![VecDeque::new(); self.nics.len()],
+            last_cnp: vec![SimTime::MAX; n_flows],
+            flow_timer_at: vec![SimTime::MAX; n_flows],
+            last_tx: vec![(SimTime::ZERO, 0); n_flows],
+            flow_active: vec![false; n_flows],
+            snd_acked: vec![0; n_flows],
+            rcv_expected: vec![0; n_flows],
+            nack_sent: vec![false; n_flows],
+            rto_at: vec![SimTime::MAX; n_flows],
+            ecn,
+            window,
+            totals: RoceTotals::default(),
+            pause_edges: BTreeMap::new(),
+            deadlock: None,
+            ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
+            sent_high: vec![0; n_flows],
+            rewound_to: vec![u64::MAX; n_flows],
+            pending_edges: Vec::new(),
+            lossless_asserted,
+            cfg,
+        }));
+        Ok(())
+    }
+
+    fn flow_timer_origin(&self, f: u32) -> Origin {
+        Origin(3 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + f)
+    }
+
+    /// Makes sure port `x`'s timer fires at `at` or earlier.
+    fn roce_arm_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, at: SimTime) {
+        let r = self.rs();
+        if r.timer_at[x as usize] <= at {
+            return;
+        }
+        r.timer_at[x as usize] = at;
+        let o = self.timer_origin(x);
+        s.schedule(at, o, Ev::PortTimer(x));
+    }
+
+    /// Makes sure flow `f`'s timer fires at `at` or earlier.
+    fn roce_arm_flow_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32, at: SimTime) {
+        let r = self.rs();
+        if r.flow_timer_at[f as usize] <= at {
+            return;
+        }
+        r.flow_timer_at[f as usize] = at;
+        let o = self.flow_timer_origin(f);
+        s.schedule(at, o, Ev::FlowTimer(f));
+    }
+
+    /// After any congestion-control hook or go-back-N change: keep flow `f`'s timer armed.
+    fn roce_rearm_flow<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+        let cc_t = self.flow_state[f as usize].cc.next_timer().unwrap_or(SimTime::MAX);
+        let at = cc_t.min(self.rr().rto_at[f as usize]);
+        if at != SimTime::MAX {
+            self.roce_arm_flow_timer(s, f, at.max(s.now()));
+        }
+    }
+
+    /// Port `p` may have something to send: start it now, or make sure `TxDone` comes.
+    fn roce_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        let port = &mut self.ports[p as usize];
+        if port.txdone_pending {
+            return;
+        }
+        if port.busy_until > now {
+            port.txdone_pending = true;
+            let at = port.busy_until;
+            s.schedule(at, Origin(p), Ev::TxDone(p));
+            return;
+        }
+        self.roce_try_start(s, p);
+    }
+
+    /// `TxDone` on a RoCE port.
+    pub(super) fn roce_on_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        self.ports[p as usize].txdone_pending = false;
+        self.roce_try_start(s, p);
+    }
+
+    /// Puts packet `id` on port `p` now and arms `TxDone` for its end.
+    fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let (wire, kind) = {
+            let pk = self.packets.get(id);
+            (pk.wire_bytes, pk.kind)
+        };
+        let port = &mut self.ports[p as usize];
+        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        let done = now + serialization_time(Bytes(wire as u64), port.rate);
+        port.busy_until = done;
+        port.stats.packets_tx += 1;
+        port.stats.bytes_tx += wire as u64;
+        // A PFC frame is consumed by the far MAC as soon as it is in; everything else joins
+        // the far node after its port-to-port latency.
+        let arrive = if kind == PacketKind::Pause {
+            done + port.delay
+        } else {
+            done + port.delay + port.peer_latency
+        };
+        let arrive = match port.pipe.tail_time() {
+            Some(last) => arrive.max(last),
+            None => arrive,
+        };
+        port.txdone_pending = true;
+        if port.pipe.push(arrive, id) {
+            let o = self.pipe_origin(p);
+            s.schedule(arrive, o, Ev::Arrive(p));
+        }
+        s.schedule(done, Origin(p), Ev::TxDone(p));
+        self.totals.link_hops += 1;
+    }
+
+    /// Port `p` is idle: send a PFC frame, or the next packet its scheduler picks.
+    fn roce_try_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        {
+            let port = &self.ports[p as usize];
+            if port.busy_until > now || port.txdone_pending {
+                return;
+            }
+        }
+        let pending = self.rr().pfc_pending[p as usize];
+        if pending != 0 {
+            self.rs().pfc_pending[p as usize] = 0;
+            let id = self.packets.alloc(Packet {
+                kind: PacketKind::Pause,
+                aux: pending,
+                wire_bytes: PAUSE_WIRE_BYTES,
+                sent_at: now,
+                ..Packet::control()
+            });
+            self.roce_transmit(s, p, id);
+            return;
+        }
+        let node = self.ports[p as usize].node;
+        let id = if self.is_host[node as usize] {
+            let h = self.host_of_node[node as usize];
+            self.roce_nic_pick(s, h, p)
+        } else {
+            self.roce_switch_pick(now, p)
+        };
+        if let Some(id) = id {
+            let prio = self.packets.get(id).vl;
+            assert!(
+                self.rr().pfc_rx[p as usize].may_send(prio, now),
+                "port {p} started a frame of priority {prio} while paused"
+            );
+            self.roce_transmit(s, p, id);
+            self.roce_flush_edges(s);
+        }
+    }
+
+    /// Strict priority, then DWRR: the next packet of switch port `p`, dequeued (MMU release,
+    /// ECN at dequeue, XON).
+    fn roce_switch_pick(&mut self, now: SimTime, p: u32) -> Option<u32> {
+        let r = self.rr();
+        let rx = &r.pfc_rx[p as usize];
+        let ready = |prio: u8| !r.q[RoceState::ix(p, prio)].is_empty() && rx.may_send(prio, now);
+        let mut pick = None;
+        for prio in (0..NP as u8).rev() {
+            if r.cfg.strict_mask & (1 << prio) != 0 && ready(prio) {
+                pick = Some(prio);
+                break;
+            }
+        }
+        if pick.is_none() {
+            let dwrr = !r.cfg.strict_mask;
+            let any = (0..NP as u8).any(|pr| dwrr & (1 << pr) != 0 && ready(pr));
+            if !any {
+                return None;
+            }
+            let quanta = r.cfg.dwrr_quantum_bytes;
+            let r = self.roce.as_deref_mut().expect("RoCE fabric");
+            let packets = &self.packets;
+            // Two passes suffice when every quantum covers a maximum frame; more are allowed
+            // for small quanta.
+            for _ in 0..NP * 64 {
+                let prio = r.rr[p as usize];
+                let i = RoceState::ix(p, prio);
+                let eligible =
+                    dwrr & (1 << prio) != 0 && !r.q[i].is_empty() && r.pfc_rx[p as usize].may_send(prio, now);
+                if eligible {
+                    let head = packets.get(*r.q[i].front().expect("non-empty")).wire_bytes;
+                    if r.deficit[i] >= head {
+                        r.deficit[i] -= head;
+                        pick = Some(prio);
+                        break;
+                    }
+                    r.deficit[i] += quanta[prio as usize];
+                } else if r.q[i].is_empty() {
+                    r.deficit[i] = 0;
+                }
+                r.rr[p as usize] = (prio + 1) % NP as u8;
+            }
+        }
+        let prio = pick?;
+        let r = self.rs();
+        let i = RoceState::ix(p, prio);
+        let id = r.q[i].pop_front().expect("picked queue has a packet");
+        if r.q[i].is_empty() {
+            r.deficit[i] = 0;
+        }
+        let pkt = *self.packets.get(id);
+        let wire = pkt.wire_bytes as u64;
+        let r = self.rs();
+        r.q_bytes[i] -= wire;
+        let left = r.q_bytes[i];
+        let mut mark = false;
+        if pkt.kind == PacketKind::Data
+            && let Some(red) = r.ecn.as_mut()
+        {
+            mark = red.mark_on_dequeue(p, left);
+        }
+        if mark {
+            r.port_stats[p as usize].ecn_marked[prio as usize] += 1;
+            r.totals.ecn_marked += 1;
+            self.packets.get_mut(id).marked = true;
+        }
+        let port = &mut self.ports[p as usize];
+        port.queued_bytes -= wire;
+        let queued = port.queued_bytes;
+        port.stats.queue_bytes.set(now, queued);
+        let node = self.ports[p as usize].node as usize;
+        let base = self.port_base[node];
+        let x = pkt.ingress_port;
+        let r = self.rs();
+        let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
+        let xon = mmu.release(x - base, p - base, prio, wire);
+        if xon {
+            r.pending_edges.push((x, prio, PfcEdge::Xon));
+        }
+        Some(id)
+    }
+
+    /// Host `h`'s NIC (port `p`): the next control packet, else the next data packet of a
+    /// flow that congestion control and PFC allow (round-robin). Arms the NIC's wake-up when
+    /// a flow waits only for its pacing time.
+    fn roce_nic_pick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, p: u32) -> Option<u32> {
+        let now = s.now();
+        if let Some(&id) = self.rr().ctrl_q[h as usize].front() {
+            let prio = self.packets.get(id).vl;
+            if self.rr().pfc_rx[p as usize].may_send(prio, now) {
+                self.rs().ctrl_q[h as usize].pop_front();
+                return Some(id);
+            }
+        }
+        let n_active = self.nics[h as usize].active.len();
+        let mut earliest = SimTime::MAX;
+        for _ in 0..n_active {
+            let f = self.nics[h as usize].active.pop_front()?;
+            let st = &self.flow_state[f as usize];
+            let prio = self.flows[f as usize].class;
+            let paused = !self.rr().pfc_rx[p as usize].may_send(prio, now);
+            if paused || st.next_send_at > now {
+                if !paused {
+                    earliest = earliest.min(st.next_send_at);
+                }
+                self.nics[h as usize].active.push_back(f);
+                continue;
+            }
+            return Some(self.roce_cut(s, h, f));
+        }
+        if earliest != SimTime::MAX {
+            self.nic_wake_at(s, h, earliest);
+        }
+        None
+    }
+
+    /// Cuts flow `f`'s next packet (go-back-N: at its send offset), keeping the flow active
+    /// while it has more to send.
+    fn roce_cut<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, f: u32) -> u32 {
+        let now = s.now();
+        let prio = self.flows[f as usize].class;
+        let size = self.flows[f as usize].size.get();
+        let seq = size - self.flow_state[f as usize].unsent_bytes;
+        let id = self.cut_packet(now, f, prio);
+        let wire = self.packets.get(id).wire_bytes;
+        self.packets.get_mut(id).aux = seq;
+        let gbn = self.rr().cfg.go_back_n;
+        let payload = self.packets.get(id).payload_bytes as u64;
+        let r = self.rs();
+        r.last_tx[f as usize] = (now, wire);
+        if seq < r.sent_high[f as usize] {
+            r.totals.retransmitted += 1;
+        }
+        r.sent_high[f as usize] = r.sent_high[f as usize].max(seq + payload);
+        if let Some(rto) = gbn
+            && r.rto_at[f as usize] == SimTime::MAX
+        {
+            r.rto_at[f as usize] = now + rto;
+        }
+        if self.flow_state[f as usize].unsent_bytes > 0 {
+            self.nics[h as usize].active.push_back(f);
+        } else {
+            self.rs().flow_active[f as usize] = false;
+        }
+        self.roce_rearm_flow(s, f);
+        id
+    }
+
+    /// A flow starts: register it with its NIC.
+    pub(super) fn roce_flow_started<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+        let src = self.flows[f as usize].src;
+        self.rs().flow_active[f as usize] = true;
+        self.nics[src as usize].active.push_back(f);
+        let p = self.nics[src as usize].port;
+        self.roce_kick(s, p);
+    }
+
+    /// NIC wake-up of host `h` (pacing).
+    pub(super) fn roce_nic_wake<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
+        let p = self.nics[h as usize].port;
+        self.roce_kick(s, p);
+    }
+
+    /// Applies the PFC edges collected during an MMU operation: frames to the ingress
+    /// ports' transmitters, refresh timers.
+    fn roce_flush_edges<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        while let Some((x, prio, edge)) = self.rs().pending_edges.pop() {
+            let r = self.rs();
+            let Some(frame) = r.pfc_tx[x as usize].on_edge(now, prio, edge) else {
+                continue;
+            };
+            let st = &mut r.port_stats[x as usize];
+            match edge {
+                PfcEdge::Xoff => {
+                    st.pause_tx[prio as usize] += 1;
+                    r.totals.pause_frames += 1;
+                }
+                PfcEdge::Xon => {
+                    st.resume_tx[prio as usize] += 1;
+                    r.totals.resume_frames += 1;
+                }
+            }
+            r.pfc_pending[x as usize] = merge(r.pfc_pending[x as usize], &frame);
+            if let Some(t) = r.pfc_tx[x as usize].next_timer() {
+                self.roce_arm_timer(s, x, t);
+            }
+            self.roce_kick(s, x);
+        }
+    }
+
+    /// A packet came out of port `p`'s pipe at the node on the far end.
+    pub(super) fn roce_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let (node, x) = {
+            let port = &self.ports[p as usize];
+            (port.peer_node, port.peer_port)
+        };
+        let pkt = *self.packets.get(id);
+        if pkt.kind == PacketKind::Pause {
+            self.packets.free(id);
+            self.roce_on_pfc(s, x, p, &decode(pkt.aux));
+            return;
+        }
+        if self.is_host[node as usize] {
+            match pkt.kind {
+                PacketKind::Data => self.roce_receive(s, id),
+                PacketKind::Cnp => {
+                    self.packets.free(id);
+                    self.rs().totals.cnps_received += 1;
+                    let f = pkt.flow;
+                    self.flow_state[f as usize].cc.on_cnp(now);
+                    self.roce_rearm_flow(s, f);
+                }
+                PacketKind::Ack => {
+                    self.packets.free(id);
+                    self.roce_on_ack(s, pkt.flow, pkt.aux, now.since(pkt.sent_at));
+                }
+                PacketKind::Nack => {
+                    self.packets.free(id);
+                    let f = pkt.flow;
+                    self.roce_on_ack(s, f, pkt.aux, now.since(pkt.sent_at));
+                    // A NACK for an offset already resent since the last go-back is stale
+                    // (it was triggered by packets sent before the go-back): ignore it; if
+                    // the resent packet is lost too, the timeout recovers.
+                    let sent_pos = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
+                    let r = self.rr().rewound_to[f as usize];
+                    let stale = r != u64::MAX && r <= pkt.aux && pkt.aux < sent_pos;
+                    if !stale {
+                        self.roce_go_back(s, f);
+                    }
+                }
+                PacketKind::FlowControl | PacketKind::Pause => unreachable!("not on a RoCE host path"),
+            }
+            return;
+        }
+        // A switch: route, admit, queue.
+        self.packets.get_mut(id).ingress_port = x;
+        let out = self.route(node, pkt.dst_host, pkt.flow_hash);
+        let prio = pkt.vl;
+        let base = self.port_base[node as usize];
+        let wire = pkt.wire_bytes as u64;
+        let r = self.rs();
+        let mmu = r.mmu[node as usize].as_mut().expect("a switch has an MMU");
+        match mmu.admit(x - base, out - base, prio, wire) {
+            Admit::Dropped(cause) => {
+                let lossless = r.cfg.lossless_mask & (1 << prio) != 0;
+                let st = &mut r.port_stats[out as usize];
+                match cause {
+                    DropCause::HeadroomFull => {
+                        st.drops_headroom += 1;
+                        r.totals.drops_headroom += 1;
+                    }
+                    DropCause::LossyThreshold => {
+                        st.drops_lossy_threshold += 1;
+                        r.totals.drops_lossy_threshold += 1;
+                    }
+                    DropCause::BufferFull => {
+                        st.drops_buffer_full += 1;
+                        r.totals.drops_buffer_full += 1;
+                    }
+                }
+                debug_assert!(lossless == (cause == DropCause::HeadroomFull));
+                let x_busy = self.ports[x as usize].busy_until;
+                let r = self.roce.as_deref_mut().expect("RoCE fabric");
+                if lossless && r.lossless_asserted {
+                    let mmu = r.mmu[node as usize].as_ref().expect("a switch has an MMU");
+                    panic!(
+                        "losslessness broken at {now}: priority {prio} dropped at switch node {node} (ingress port {x}, egress {out}) although the headroom covers the bound; ingress (bytes, headroom) {:?}, headroom limit {} B, PAUSE asserted {}, pending frame {:#x}, port busy until {}",
+                        mmu.ingress_bytes(x - base, prio),
+                        mmu.config().headroom_bytes,
+                        r.pfc_tx[x as usize].is_asserted(prio),
+                        r.pfc_pending[x as usize],
+                        x_busy,
+                    );
+                }
+                let port = &mut self.ports[out as usize];
+                port.stats.drops += 1;
+                port.stats.drop_bytes += wire;
+                if pkt.kind == PacketKind::Data {
+                    self.records[pkt.flow as usize].packets_dropped += 1;
+                    self.totals.packets_dropped += 1;
+                    self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+                } else {
+                    self.rs().totals.control_drops += 1;
+                }
+                self.packets.free(id);
+                return;
+            }
+            Admit::Accepted { xoff } => {
+                let hr = mmu.ingress_bytes(x - base, prio).1;
+                let st = &mut r.port_stats[x as usize];
+                st.headroom_max_bytes = st.headroom_max_bytes.max(hr);
+                if xoff {
+                    r.pending_edges.push((x, prio, PfcEdge::Xoff));
+                }
+            }
+        }
+        let r = self.rs();
+        let i = RoceState::ix(out, prio);
+        let mut mark = false;
+        if pkt.kind == PacketKind::Data
+            && let Some(red) = r.ecn.as_mut()
+        {
+            mark = red.mark_on_enqueue(out, r.q_bytes[i]);
+        }
+        if mark {
+            r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
+            r.totals.ecn_marked += 1;
+        }
+        r.q[i].push_back(id);
+        r.q_bytes[i] += wire;
+        let qb = r.q_bytes[i];
+        let st = &mut r.port_stats[out as usize];
+        st.queue_max_bytes[prio as usize] = st.queue_max_bytes[prio as usize].max(qb);
+        if mark {
+            self.packets.get_mut(id).marked = true;
+        }
+        let port = &mut self.ports[out as usize];
+        port.queued_bytes += wire;
+        let queued = port.queued_bytes;
+        port.stats.queue_bytes.set(now, queued);
+        self.roce_flush_edges(s);
+        self.roce_kick(s, out);
+    }
+
+    /// A PFC frame sent by port `from` reaches port `x` (which sends back over that link).
+    fn roce_on_pfc<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, from: u32, frame: &PfcFrame) {
+        let now = s.now();
+        let r = self.rs();
+        let resumed = r.pfc_rx[x as usize].on_frame(now, frame);
+        for prio in 0..NP as u8 {
+            let Some(q) = frame.get(prio) else { continue };
+            r.port_stats[x as usize].pfc_rx[prio as usize] += 1;
+            let i = RoceState::ix(x, prio);
+            if q > 0 {
+                if r.paused_by[i] == u32::MAX {
+                    r.paused_by[i] = from;
+                    r.paused_since[i] = now;
+                }
+            } else {
+                r.close_pause(x, prio, now);
+            }
+        }
+        if let Some(t) = r.pfc_rx[x as usize].next_expiry(now) {
+            self.roce_arm_timer(s, x, t);
+        }
+        if resumed != 0 {
+            self.roce_kick(s, x);
+        }
+    }
+
+    /// Port `x`'s timer: PAUSE refreshes (and the deadlock check), pause expiries.
+    pub(super) fn roce_on_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let now = s.now();
+        if self.rr().timer_at[x as usize] != now {
+            return; // superseded by an earlier arming
+        }
+        let r = self.rs();
+        r.timer_at[x as usize] = SimTime::MAX;
+        let mut refreshed = false;
+        if r.pfc_tx[x as usize].next_timer().is_some_and(|t| t <= now)
+            && let Some(frame) = r.pfc_tx[x as usize].on_timer(now)
+        {
+            for prio in 0..NP as u8 {
+                if frame.get(prio).is_some() {
+                    r.port_stats[x as usize].pause_tx[prio as usize] += 1;
+                    r.totals.pause_frames += 1;
+                }
+            }
+            r.pfc_pending[x as usize] = merge(r.pfc_pending[x as usize], &frame);
+            refreshed = true;
+        }
+        // Pauses that expired without a RESUME.
+        let mut expired = false;
+        for prio in 0..NP as u8 {
+            let i = RoceState::ix(x, prio);
+            if r.paused_by[i] != u32::MAX && r.pfc_rx[x as usize].may_send(prio, now) {
+                let until = r.pfc_rx[x as usize].paused_until(prio);
+                r.close_pause(x, prio, until);
+                expired = true;
+            }
+        }
+        let next = r.pfc_tx[x as usize]
+            .next_timer()
+            .unwrap_or(SimTime::MAX)
+            .min(r.pfc_rx[x as usize].next_expiry(now).unwrap_or(SimTime::MAX));
+        if next != SimTime::MAX {
+            self.roce_arm_timer(s, x, next);
+        }
+        if refreshed && self.rr().cfg.deadlock_detection && self.rr().deadlock.is_none() {
+            self.roce_check_deadlock(now, x);
+        }
+        if refreshed || expired {
+            self.roce_kick(s, x);
+        }
+    }
+
+    /// Searches for a cycle of paused (egress port, priority) pairs reachable from the port
+    /// that port `x` (refreshing a PAUSE) holds paused.
+    fn roce_check_deadlock(&mut self, now: SimTime, x: u32) {
+        if let Some(d) = self.roce_find_cycle(now, x) {
+            self.rs().deadlock = Some(d);
+        }
+    }
+
+    fn roce_find_cycle(&self, now: SimTime, x: u32) -> Option<Deadlock> {
+        let start = self.ports[x as usize].peer_port;
+        let r = self.rr();
+        let window = r.window.ps();
+        // Paused long enough to count (a transient pause is not a deadlock).
+        let held = |p: u32, prio: u8| {
+            let i = RoceState::ix(p, prio);
+            r.paused_by[i] != u32::MAX
+                && !r.pfc_rx[p as usize].may_send(prio, now)
+                && r.paused_since[i].ps() + window <= now.ps()
+        };
+        // Successors of (e, prio): egress ports of e's peer node, paused on prio, holding
+        // packets of prio that came in over e's link.
+        let succ = |e: u32, prio: u8| -> Vec<u32> {
+            let peer = &self.ports[e as usize];
+            let node = peer.peer_node as usize;
+            if self.is_host[node] {
+                return Vec::new();
+            }
+            let ingress = peer.peer_port;
+            (self.port_base[node]..self.port_base[node + 1])
+                .filter(|&f| {
+                    held(f, prio)
+                        && r.q[RoceState::ix(f, prio)]
+                            .iter()
+                            .any(|&id| self.packets.get(id).ingress_port == ingress)
+                })
+                .collect()
+        };
+        for prio in 0..NP as u8 {
+            if !held(start, prio) {
+                continue;
+            }
+            // Depth-first search with the current path; a back edge to the path is a cycle.
+            let mut on_path = vec![false; self.ports.len()];
+            let mut done = vec![false; self.ports.len()];
+            let mut path: Vec<(u32, Vec<u32>)> = vec![(start, succ(start, prio))];
+            on_path[start as usize] = true;
+            while let Some((node_port, next)) = path.last_mut() {
+                let Some(f) = next.pop() else {
+                    let p = *node_port;
+                    on_path[p as usize] = false;
+                    done[p as usize] = true;
+                    path.pop();
+                    continue;
+                };
+                if on_path[f as usize] {
+                    let from = path.iter().position(|(p, _)| *p == f).expect("on the path");
+                    let cycle: Vec<(u32, u8)> = path[from..].iter().map(|(p, _)| (*p, prio)).collect();
+                    let formed_at = cycle
+                        .iter()
+                        .map(|&(p, pr)| r.paused_since[RoceState::ix(p, pr)])
+                        .max()
+                        .unwrap_or(now);
+                    return Some(Deadlock {
+                        cycle,
+                        formed_at,
+                        detected_at: now,
+                    });
+                }
+                if !done[f as usize] {
+                    on_path[f as usize] = true;
+                    let n = succ(f, prio);
+                    path.push((f, n));
+                }
+            }
+        }
+        None
+    }
+
+    /// The receiver of flow `f` sends a CNP, ACK or NACK (`echo`: the send time of the
+    /// packet it answers, for the sender's RTT sample) on the control priority.
+    fn roce_send_control<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        f: u32,
+        kind: PacketKind,
+        echo: SimTime,
+    ) {
+        let fl = self.flows[f as usize];
+        let r = self.rs();
+        let (cnp_wire, ack_wire) = r.ctrl_wire;
+        let prio = r.cfg.control_priority;
+        let aux = r.rcv_expected[f as usize];
+        let wire = match kind {
+            PacketKind::Cnp => {
+                r.totals.cnps_sent += 1;
+                cnp_wire
+            }
+            PacketKind::Ack => {
+                r.totals.acks_sent += 1;
+                ack_wire
+            }
+            _ => {
+                r.totals.nacks_sent += 1;
+                ack_wire
+            }
+        };
+        let id = self.packets.alloc(Packet {
+            kind,
+            flow: f,
+            dst_host: fl.src,
+            wire_bytes: wire,
+            // Reverse direction of the flow: its own ECMP entropy (another UDP source port).
+            flow_hash: self.flow_hash_of(f).rotate_left(17),
+            sent_at: echo,
+            aux,
+            vl: prio,
+            ..Packet::control()
+        });
+        self.rs().ctrl_q[fl.dst as usize].push_back(id);
+        let p = self.nics[fl.dst as usize].port;
+        self.roce_kick(s, p);
+    }
+
+    /// A data packet reaches its destination NIC: deliver (in order, under go-back-N), send
+    /// a CNP for a CE mark (at most one per `cnp_interval` per flow), ACK or NACK.
+    fn roce_receive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, id: u32) {
+        let now = s.now();
+        let pkt = *self.packets.get(id);
+        let f = pkt.flow;
+        let r = self.rs();
+        let gbn = r.cfg.go_back_n.is_some();
+        let acks = r.cfg.acks || gbn || matches!(r.cfg.cc, RoceCc::Timely(_));
+        let exp = r.rcv_expected[f as usize];
+        let mut reply = None;
+        if !gbn || pkt.aux == exp {
+            r.rcv_expected[f as usize] += pkt.payload_bytes as u64;
+            r.nack_sent[f as usize] = false;
+            self.deliver(now, id);
+            if acks {
+                reply = Some(PacketKind::Ack);
+            }
+        } else {
+            // Out of order (a gap: NACK once per gap) or a duplicate (ACK again).
+            r.totals.receiver_discards += 1;
+            if pkt.aux > exp && !r.nack_sent[f as usize] {
+                r.nack_sent[f as usize] = true;
+                reply = Some(PacketKind::Nack);
+            } else if pkt.aux < exp {
+                reply = Some(PacketKind::Ack);
+            }
+            self.records[f as usize].packets_dropped += 1;
+            self.totals.packets_dropped += 1;
+            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+            self.packets.free(id);
+        }
+        if pkt.marked {
+            let r = self.rs();
+            let last = r.last_cnp[f as usize];
+            if last == SimTime::MAX || now >= last + r.cfg.cnp_interval {
+                r.last_cnp[f as usize] = now;
+                self.roce_send_control(s, f, PacketKind::Cnp, now);
+            }
+        }
+        if let Some(k) = reply {
+            self.roce_send_control(s, f, k, pkt.sent_at);
+        }
+    }
+
+    /// An ACK or NACK for flow `f` says the receiver has `cum` bytes in order.
+    fn roce_on_ack<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32, cum: u64, rtt: Duration) {
+        let now = s.now();
+        let r = self.rs();
+        let old = r.snd_acked[f as usize];
+        if cum > old {
+            r.snd_acked[f as usize] = cum;
+            if let Some(rto) = r.cfg.go_back_n {
+                let size = self.flows[f as usize].size.get();
+                let r = self.rs();
+                r.rto_at[f as usize] = if cum >= size { SimTime::MAX } else { now + rto };
+            }
+            self.flow_state[f as usize].cc.on_ack(now, cum - old, rtt);
+        }
+        self.roce_rearm_flow(s, f);
+    }
+
+    /// Go-back-N: resend flow `f` from the first byte the receiver lacks.
+    fn roce_go_back<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+        let size = self.flows[f as usize].size.get();
+        let acked = self.rr().snd_acked[f as usize];
+        if acked >= size {
+            return;
+        }
+        self.flow_state[f as usize].unsent_bytes = size - acked;
+        self.rs().rewound_to[f as usize] = acked;
+        let src = self.flows[f as usize].src;
+        if !self.rr().flow_active[f as usize] {
+            self.rs().flow_active[f as usize] = true;
+            self.nics[src as usize].active.push_back(f);
+        }
+        let p = self.nics[src as usize].port;
+        self.roce_kick(s, p);
+    }
+
+    /// Flow `f`'s timer: congestion-control timer (rate increase: re-pace the waiting
+    /// packet), go-back-N timeout.
+    pub(super) fn roce_on_flow_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+        let now = s.now();
+        if self.rr().flow_timer_at[f as usize] != now {
+            return;
+        }
+        self.rs().flow_timer_at[f as usize] = SimTime::MAX;
+        let st = &mut self.flow_state[f as usize];
+        if st.cc.next_timer().is_some_and(|t| t <= now) {
+            st.cc.on_timer(now);
+            // The next packet was paced at the old rate: bring it forward to the new one.
+            let (t0, wire) = self.rr().last_tx[f as usize];
+            let st = &mut self.flow_state[f as usize];
+            if wire > 0 {
+                let at = (t0 + serialization_time(Bytes(wire as u64), st.cc.rate())).max(now);
+                if at < st.next_send_at {
+                    st.next_send_at = at;
+                    let src = self.flows[f as usize].src;
+                    if self.rr().flow_active[f as usize] {
+                        self.nic_wake_at(s, src, at);
+                    }
+                }
+            }
+        }
+        if self.rr().rto_at[f as usize] <= now {
+            let r = self.rs();
+            r.totals.timeouts += 1;
+            r.rto_at[f as usize] = now + r.cfg.go_back_n.expect("a timeout needs go-back-N");
+            self.roce_go_back(s, f);
+        }
+        self.roce_rearm_flow(s, f);
+    }
+}
