@@ -113,7 +113,11 @@ impl Loaded {
     pub fn build(&self) -> Result<Built, ScenarioError> {
         let sc = &self.scenario;
         let topology = self.build_topology()?;
-        let routes = Routes::ecmp(&topology);
+        let routes = match self.scenario.fabric.routing {
+            RoutingSpec::Updown => Routes::try_updown(&topology),
+            _ => Routes::try_ecmp(&topology),
+        }
+        .map_err(|e| self.err("topology", e.to_string()))?;
         let engine = self.build_engine()?;
         let flows = self.build_flows(topology.n_hosts() as u32)?;
         let end = sc.run.end_time.get();
@@ -386,7 +390,7 @@ impl Loaded {
             }
         };
         let route_pick = match f.routing {
-            RoutingSpec::Ecmp => RoutePick::Ecmp,
+            RoutingSpec::Ecmp | RoutingSpec::Updown => RoutePick::Ecmp,
             RoutingSpec::Dmodk => RoutePick::DModK,
             RoutingSpec::Adaptive => RoutePick::Adaptive,
         };

@@ -122,8 +122,9 @@ pub struct FabricSpec {
     /// Port-to-port latency of every switch (default: Ethernet 500 ns, InfiniBand 130 ns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub switch_latency: Option<TimeSpec>,
-    /// How a switch picks among equal-cost next hops: `ecmp` (per-flow hash, default),
-    /// `dmodk` (fat-tree D-mod-k), `adaptive` (least-loaded port, per packet).
+    /// How routes are chosen: `ecmp` (shortest paths, per-flow hash; default), `dmodk`
+    /// (fat-tree D-mod-k), `adaptive` (least-loaded shortest-path port, per packet), `updown`
+    /// (up*/down* paths, deadlock-free on any topology, per-flow hash among them).
     #[serde(default)]
     pub routing: RoutingSpec,
     /// Egress buffer model (Ethernet only).
@@ -278,6 +279,7 @@ pub enum RoutingSpec {
     Ecmp,
     Dmodk,
     Adaptive,
+    Updown,
 }
 
 /// `[fabric.infiniband]`: virtual lanes, buffers, credits, arbitration, HOQLife, IB CC.

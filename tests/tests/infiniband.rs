@@ -428,3 +428,69 @@ fn ib_cc_frees_the_victim_of_a_congestion_tree() {
     assert!(t.fecn_marked > 0 && t.becn_received > 0 && t.becn_received <= t.becn_sent);
     assert_eq!(t.becn_sent, t.fecn_marked.min(t.becn_sent));
 }
+
+/// Credit deadlock by cyclic buffer dependency (models.md §5.6, IB variant): five switches in
+/// a ring, one host each, every host sends to the host two switches clockwise. With shortest
+/// paths the input buffers form a cycle; with small buffers and HOQLife off the fabric stops
+/// for good (what would take 1 MiB in ~25 us at line rate is not done after 2 ms). With
+/// up*/down* routes no cycle exists and every flow completes; with HOQLife on, expiring heads
+/// break the deadlock by dropping.
+#[test]
+fn ring_deadlocks_with_shortest_paths_not_with_updown() {
+    let n = 5usize;
+    let mut t = Topology::new("ring");
+    let sw: Vec<_> = (0..n).map(|i| t.add_switch(format!("s{i}"), 0, None)).collect();
+    for (i, &s) in sw.iter().enumerate() {
+        let h = t.add_host(format!("h{i}"), None);
+        t.add_link(h, s, ib_link(IbSpeed::Ndr, 3));
+    }
+    for i in 0..n {
+        t.add_link(sw[i], sw[(i + 1) % n], ib_link(IbSpeed::Ndr, 10));
+    }
+    let flows: Vec<_> = (0..n as u32).map(|s| flow(s, (s + 2) % n as u32, 1 << 20)).collect();
+    let ib = IbConfig {
+        vl_buffer_blocks: 130,
+        hoq_life_switch: 20,
+        hoq_life_leaf: 20,
+        ..IbConfig::default()
+    };
+    let limits = RunLimits {
+        end_time: Some(SimTime(2_000_000_000)),
+        ..Default::default()
+    };
+    let run_with = |routes: Routes| {
+        let mut fabric = Fabric::new(&t, routes, ib_cfg(ib.clone()), flows.clone()).unwrap();
+        let mut sched = fabric.scheduler::<sim_core::WheelQueue<_>>();
+        let r = sim_core::run(
+            &mut fabric,
+            &mut sched,
+            &limits,
+            |_| std::ops::ControlFlow::Continue(()),
+        );
+        (fabric, r)
+    };
+    let (f, r) = run_with(Routes::ecmp(&t));
+    assert_ne!(r.outcome, RunOutcome::Finished);
+    assert_eq!(f.totals().flows_completed, 0, "deadlocked: nothing completes");
+    assert!(f.packets_in_network() > 0);
+    assert_eq!(f.totals().packets_dropped, 0, "lossless: stuck, not dropped");
+    let delivered_deadlocked = f.totals().packets_delivered;
+    let (f, r) = run_with(Routes::try_updown(&t).unwrap());
+    assert_eq!(r.outcome, RunOutcome::Finished);
+    assert_eq!(f.totals().flows_completed, n as u64);
+    // HOQLife on (value 0 = 4.096 us): the deadlock is broken by drops.
+    let ib_hoq = IbConfig {
+        hoq_life_switch: 0,
+        ..ib.clone()
+    };
+    let mut fabric = Fabric::new(&t, Routes::ecmp(&t), ib_cfg(ib_hoq), flows.clone()).unwrap();
+    let mut sched = fabric.scheduler::<sim_core::WheelQueue<_>>();
+    sim_core::run(
+        &mut fabric,
+        &mut sched,
+        &limits,
+        |_| std::ops::ControlFlow::Continue(()),
+    );
+    assert!(fabric.ib().unwrap().totals.hoq_drops > 0);
+    assert!(fabric.totals().packets_delivered > delivered_deadlocked);
+}
