@@ -375,6 +375,7 @@ impl Loaded {
             seed: self.scenario.scenario.seed,
             route_pick,
             ib,
+            device_latency: fabrics::engine::DeviceLatency::default(),
         })
     }
 

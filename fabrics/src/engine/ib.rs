@@ -25,6 +25,15 @@
 //! before the tail is in, but cannot finish before it (`done = max(start + serialization,
 //! tail arrival)`).
 //!
+//! ## Virtual output queues (GPU hubs and NVSwitch chips)
+//! Ports of nodes flagged `voq` (GPU hubs and NVSwitch chips, the NVLink crossbars) keep the
+//! same per-input credit accounting but queue a packet per output VL on arrival, in arrival
+//! order: every packet competes for its output at once, so there is no head-of-line blocking
+//! between outputs (a hub feeding 18 NVLinks from one input would otherwise serve them one
+//! at a time). The output takes the oldest packet (oldest-first arbitration, which for a
+//! crossbar with enough internal speed-up is what iSLIP converges to under uniform load);
+//! HOQLife does not apply (NVLink has none).
+//!
 //! ## HOQLife
 //! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
 //! opensm defaults ≈ 268 ms towards CAs, ≈ 1.07 s between switches) is dropped: the only loss.
@@ -37,7 +46,6 @@
 
 use super::{Ev, Fabric, Packet, PacketKind};
 use crate::ib::cc::MarkCounter;
-use crate::ib::link::{FLOW_CONTROL_PACKET_BYTES, MAX_CREDIT_WINDOW_BLOCKS, blocks};
 use crate::ib::vlarb::VlArbiter;
 use crate::ib::{IbConfig, hoq_life};
 use crate::models::CongestionControl;
@@ -96,6 +104,12 @@ pub struct IbState {
     // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
     // reverse direction of the same link).
     inq: Vec<VecDeque<u32>>,
+    /// Per output port-VL of a `voq` node: packets waiting for it, oldest first.
+    voq: Vec<VecDeque<u32>>,
+    /// Per port: it belongs to a `voq` node (module docs).
+    voq_port: Vec<bool>,
+    /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
+    rx_init: Vec<u64>,
     free_blocks: Vec<u32>,
     abr: Vec<u64>,
     head_deadline: Vec<SimTime>,
@@ -124,22 +138,38 @@ pub struct IbState {
 impl IbState {
     /// Builds the state for `n_ports` ports; `peer_is_host[p]` says whether port `p` sends to
     /// an HCA, `own_is_host[p]` whether it belongs to one.
-    pub(super) fn new(cfg: IbConfig, peer_is_host: &[bool], own_is_host: &[bool], n_hosts: usize) -> IbState {
+    pub(super) fn new(
+        cfg: IbConfig,
+        peer_is_host: &[bool],
+        own_is_host: &[bool],
+        voq_port: Vec<bool>,
+        internal_port: &[bool],
+        n_hosts: usize,
+    ) -> IbState {
         let n = peer_is_host.len();
         let nv = cfg.n_vls as usize;
         let mut fccl = Vec::with_capacity(n * nv);
         let mut free_blocks = Vec::with_capacity(n * nv);
+        let mut rx_init = Vec::with_capacity(n);
+        // Internal links (a GPU to its hub, the NVLS endpoint) are not a modelled bottleneck:
+        // both ends get the largest credit window (clamped to u32).
+        let window = cfg.max_credit_window.min(u32::MAX as u64) as u32;
         for p in 0..n {
-            let rx = if peer_is_host[p] {
+            let rx = if internal_port[p] {
+                window
+            } else if peer_is_host[p] {
                 cfg.hca_vl_buffer_blocks
             } else {
                 cfg.vl_buffer_blocks
             };
-            let own = if own_is_host[p] {
+            let own = if internal_port[p] {
+                window
+            } else if own_is_host[p] {
                 cfg.hca_vl_buffer_blocks
             } else {
                 cfg.vl_buffer_blocks
             };
+            rx_init.push(rx as u64);
             for _ in 0..nv {
                 fccl.push(rx as u64);
                 free_blocks.push(own);
@@ -167,6 +197,9 @@ impl IbState {
             credit_stall_ps: vec![0; n * nv],
             mark: vec![MarkCounter::default(); n * nv],
             inq: vec![VecDeque::new(); n * nv],
+            voq: vec![VecDeque::new(); n * nv],
+            voq_port,
+            rx_init,
             free_blocks,
             abr: vec![0; n * nv],
             head_deadline: vec![SimTime::MAX; n * nv],
@@ -196,7 +229,7 @@ impl IbState {
     #[inline]
     fn avail(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        (self.fccl[i] - self.fctbs[i]).min(MAX_CREDIT_WINDOW_BLOCKS)
+        (self.fccl[i] - self.fctbs[i]).min(self.cfg.max_credit_window)
     }
 
     /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
@@ -322,11 +355,12 @@ impl Fabric {
         ib.fc_last_sent[i] = now;
         ib.port_stats[x as usize].fc_packets_tx += 1;
         ib.totals.fc_packets += 1;
+        let fc_bytes = ib.cfg.fc_packet_bytes;
         let id = self.packets.alloc(Packet {
             kind: PacketKind::FlowControl,
             vl,
             aux: fccl,
-            wire_bytes: FLOW_CONTROL_PACKET_BYTES,
+            wire_bytes: fc_bytes,
             ..Packet::control()
         });
         self.ib_transmit(s, x, id, SimTime::ZERO)
@@ -425,7 +459,7 @@ impl Fabric {
         ib.out_bytes[o] -= pkt.wire_bytes as u64;
         ib.port_stats[out as usize].hoq_drops += 1;
         ib.totals.hoq_drops += 1;
-        let b = blocks(pkt.wire_bytes);
+        let b = self.ibr().cfg.credits(pkt.wire_bytes);
         self.ib_free_input(now, x, vl, b);
         let port = &mut self.ports[out as usize];
         port.stats.drops += 1;
@@ -449,7 +483,7 @@ impl Fabric {
         let i = ib.ix(x, vl);
         ib.free_blocks[i] += b;
         ib.in_blocks[x as usize] -= b as u64;
-        let bytes = ib.in_blocks[x as usize] * 64;
+        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
     }
 
@@ -492,7 +526,7 @@ impl Fabric {
             self.ib_kick(s, x);
             return;
         }
-        let b = blocks(pkt.wire_bytes);
+        let b = self.ibr().cfg.credits(pkt.wire_bytes);
         let vl = pkt.vl;
         if self.is_host[node as usize] {
             // The HCA takes the packet into host memory at once and returns the credits.
@@ -513,7 +547,7 @@ impl Fabric {
             if pkt.marked && self.ibr().cfg.cc.is_some() {
                 self.ib_queue_cnp(s, pkt.flow, vl);
             }
-            self.deliver(now, id);
+            self.deliver(s, id);
             return;
         }
         // A switch input buffer.
@@ -528,18 +562,25 @@ impl Fabric {
         ib.free_blocks[i] -= b;
         ib.abr[i] += b as u64;
         ib.in_blocks[x as usize] += b as u64;
-        let bytes = ib.in_blocks[x as usize] * 64;
+        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
         let o = ib.ix(out, vl);
         ib.out_bytes[o] += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
+        let voq = ib.voq_port[out as usize];
         let was_empty = ib.inq[i].is_empty();
-        ib.inq[i].push_back(id);
+        if voq {
+            ib.voq[o].push_back(id);
+        } else {
+            ib.inq[i].push_back(id);
+        }
         self.ports[out as usize].stats.queue_bytes.set(now, out_total);
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
         pk.next_port = out;
-        if was_empty {
+        if voq {
+            self.ib_switch_try_start(s, out);
+        } else if was_empty {
             self.ib_new_head(s, x, vl);
         }
     }
@@ -562,13 +603,21 @@ impl Fabric {
         // Which VLs could send now, and which wait only for credits.
         let nv = self.ibr().nv as u8;
         let mut ready = 0u16;
+        let voq = self.ibr().voq_port[p as usize];
         for vl in 0..nv {
             let ib = self.ibr();
-            let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
-                continue;
+            let head = if voq {
+                let Some(&id) = ib.voq[ib.ix(p, vl)].front() else {
+                    continue;
+                };
+                id
+            } else {
+                let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
+                    continue;
+                };
+                *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head")
             };
-            let head = *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head");
-            let b = blocks(self.packets.get(head).wire_bytes) as u64;
+            let b = ib.cfg.credits(self.packets.get(head).wire_bytes) as u64;
             if b <= ib.avail(p, vl) {
                 ready |= 1 << vl;
             } else {
@@ -586,11 +635,16 @@ impl Fabric {
             return;
         };
         let o = ib.ix(p, vl);
-        let x = ib.requests[o].pop_front().expect("ready VL has a requester");
-        let i = ib.ix(x, vl);
-        let id = ib.inq[i].pop_front().expect("requester has a head");
+        let (x, id) = if voq {
+            let id = ib.voq[o].pop_front().expect("ready VL has a packet");
+            (self.packets.get(id).ingress_port, id)
+        } else {
+            let x = ib.requests[o].pop_front().expect("ready VL has a requester");
+            let i = ib.ix(x, vl);
+            (x, ib.inq[i].pop_front().expect("requester has a head"))
+        };
         let pkt = *self.packets.get(id);
-        let b = blocks(pkt.wire_bytes);
+        let b = self.ibr().cfg.credits(pkt.wire_bytes);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         ib.fctbs[o] += b as u64;
@@ -603,7 +657,9 @@ impl Fabric {
             && pkt.kind == PacketKind::Data
             && b >= cc.switch.packet_size_blocks as u32
             && (!was_victim || cc.switch.victim_mask)
-            && let Some(th) = cc.switch.threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * 64)
+            && let Some(th) = cc
+                .switch
+                .threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * ib.cfg.credit_unit_bytes as u64)
             && ib.out_bytes[o] >= th
         {
             let rate = cc.switch.marking_rate;
@@ -622,7 +678,9 @@ impl Fabric {
         let done = self.ib_transmit(s, p, id, pkt.tail_at);
         self.ib_arm_txdone(s, p, done);
         // The input's next packet competes now.
-        self.ib_new_head(s, x, vl);
+        if !voq {
+            self.ib_new_head(s, x, vl);
+        }
     }
 
     fn ib_arm_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, done: SimTime) {
@@ -651,7 +709,12 @@ impl Fabric {
         if self.is_host[port.peer_node as usize] {
             return u32::MAX;
         }
-        match ib.inq[ib.ix(port.peer_port, vl)].front() {
+        let peer_queue = if ib.voq_port[port.peer_port as usize] {
+            return u32::MAX; // a crossbar's inputs do not block on one output
+        } else {
+            &ib.inq[ib.ix(port.peer_port, vl)]
+        };
+        match peer_queue.front() {
             Some(&id) => self.packets.get(id).next_port,
             None => u32::MAX,
         }
@@ -706,7 +769,7 @@ impl Fabric {
                 let pk = self.packets.get(id);
                 (pk.vl, pk.wire_bytes)
             };
-            let b = blocks(wire) as u64;
+            let b = self.ibr().cfg.credits(wire) as u64;
             if b <= self.ibr().avail(p, vl) {
                 self.ibs().cnp_queue[h as usize].pop_front();
                 let o = self.ibr().ix(p, vl);
@@ -742,7 +805,7 @@ impl Fabric {
                 continue;
             }
             let wire = self.flow_state[f as usize].unsent_bytes.min(mtu) as u32 + header;
-            if blocks(wire) as u64 <= self.ibr().avail(p, vl) {
+            if self.ibr().cfg.credits(wire) as u64 <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
                 self.ibs().stall_end(p, vl, now);
             } else {
@@ -766,7 +829,7 @@ impl Fabric {
             .expect("candidate flow");
         let id = self.cut_packet(now, f, vl);
         let wire = self.packets.get(id).wire_bytes;
-        let b = blocks(wire);
+        let b = self.ibr().cfg.credits(wire);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         let o = ib.ix(p, vl);
@@ -792,10 +855,10 @@ impl IbState {
 
     /// Load of output `p` for adaptive routing on `vl`: bytes waiting for it plus bytes sent
     /// on it whose credits have not come back.
-    pub(super) fn adaptive_load(&self, p: u32, vl: u8, init_blocks: u64) -> u64 {
+    pub(super) fn adaptive_load(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        let outstanding = init_blocks.saturating_sub(self.fccl[i] - self.fctbs[i]);
-        self.out_bytes_total(p) + outstanding * 64
+        let outstanding = self.rx_init[p as usize].saturating_sub(self.fccl[i] - self.fctbs[i]);
+        self.out_bytes_total(p) + outstanding * self.cfg.credit_unit_bytes as u64
     }
 }
 
@@ -804,6 +867,7 @@ impl IbState {
     pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
         self.inq
             .iter()
+            .chain(&self.voq)
             .flat_map(|q| q.iter())
             .filter(|&&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
