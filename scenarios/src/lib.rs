@@ -13,6 +13,7 @@
 
 pub mod build;
 pub mod cli;
+pub mod collective_report;
 pub mod diag;
 pub mod locate;
 pub mod report;

@@ -24,6 +24,9 @@ pub struct Summary {
     pub fct_ns: Percentiles,
     pub throughput: Throughput,
     pub hotspots: Vec<Hotspot>,
+    /// Collective workloads (`collective_report.rs`); absent when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<Vec<crate::collective_report::CollectiveRow>>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -264,6 +267,7 @@ pub fn summarize(
             mean_flow_fraction_of_line_rate: mean(|g| g.1),
         },
         hotspots: hotspots(&rows, n_hotspots),
+        collectives: None,
     }
 }
 
