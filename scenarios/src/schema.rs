@@ -208,7 +208,7 @@ pub struct FabricSpec {
     pub infiniband: Option<InfinibandSpec>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum FabricKind {
     Ethernet,
@@ -219,6 +219,22 @@ pub enum FabricKind {
     /// A PCIe-only server: TLPs (MPS 256 B + 24 B overhead), 16-B data credits
     /// (`docs/models/pcie.md`).
     Pcie,
+}
+
+/// By hand, so that an unknown kind names the network kinds first and the in-server ones apart.
+impl<'de> Deserialize<'de> for FabricKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = String::deserialize(d)?;
+        match v.as_str() {
+            "ethernet" => Ok(FabricKind::Ethernet),
+            "infiniband" => Ok(FabricKind::Infiniband),
+            "nvlink" => Ok(FabricKind::Nvlink),
+            "pcie" => Ok(FabricKind::Pcie),
+            _ => Err(serde::de::Error::custom(format!(
+                "unknown variant `{v}`, expected `ethernet` or `infiniband` (networks), or `nvlink` or `pcie` (inside a GPU server)"
+            ))),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
