@@ -4,10 +4,14 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    BufferSpec, CustomLink, DcqcnPreset, EcnPreset, FabricKind, InfinibandSpec, LinkSpec, MarkPointSpec, RoceCcSpec,
-    RoceSpec, RoutingSpec, Scenario, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
+    BufferSpec, CollectiveAlgo, CollectiveOp, CustomLink, DcqcnPreset, EcnPreset, FabricKind, InfinibandSpec, LinkSpec,
+    MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec,
+    TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
+use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
+use fabrics::collectives::{Algorithm, CollectiveKind, CollectiveSpec, DagLimits};
+use fabrics::engine::FlowDeps;
 use fabrics::engine::{
     DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig,
     MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick,
@@ -15,8 +19,11 @@ use fabrics::engine::{
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
 use fabrics::models::{DcqcnParams, MarkPoint, RedParams, TimelyParams};
+use fabrics::nvlink::NvLinkGen;
+use fabrics::pcie::{PcieGen, PcieLink};
 use fabrics::routing::Routes;
 use fabrics::topology::{LinkInfo, Topology, fat_tree, leaf_spine, sizing};
+use fabrics::topology::{cluster, hgx, nvlink_shapes};
 use fabrics::traffic::generators::{self, PoissonSpec};
 use fabrics::traffic::{FlowSizeCdf, FlowSpec, TrafficLimits};
 use sim_core::{Duration, RngStreams, RunLimits, SimTime, rng::stream};
@@ -42,6 +49,17 @@ pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
 pub const MAX_CDF_BYTES: u64 = 1 << 20;
 /// CNP interval of the ConnectX firmware preset: 4 µs (models.md §2.5.2, recalled).
 pub const FIRMWARE_CNP_INTERVAL: Duration = Duration::from_us(4);
+/// Most sizes in one collective sweep.
+pub const MAX_SWEEP_SIZES: usize = 64;
+/// Most iterations of one collective at one size.
+pub const MAX_ITERATIONS: u32 = 1000;
+/// Largest collective buffer (16 GiB).
+pub const MAX_COLLECTIVE_BYTES: u64 = 16 << 30;
+/// Most servers in a cluster.
+pub const MAX_SERVERS: u32 = 4096;
+/// Most chunks and channels of a collective.
+pub const MAX_CHUNKS: u32 = 4096;
+pub const MAX_CHANNELS: u32 = 64;
 
 /// A scenario file read and parsed, with its text kept for error messages.
 #[derive(Clone, Debug)]
@@ -73,8 +91,21 @@ pub struct Built {
     pub topology: Topology,
     pub routes: Routes,
     pub engine: EngineConfig,
+    /// Flows in input order; `deps` says which start on others (collectives).
     pub flows: Vec<FlowSpec>,
+    pub deps: FlowDeps,
+    /// The collective instances (with their `[[workload]]` index), for the report.
+    pub collectives: Vec<(usize, Instance)>,
     pub limits: RunLimits,
+}
+
+/// What the GPU topologies tell the workloads: how many hosts are GPUs and how they group.
+#[derive(Clone, Copy, Debug)]
+struct GpuLayout {
+    n_gpus: u32,
+    gpus_per_server: Option<u32>,
+    /// Host index of the NVLS endpoint, when one was added.
+    nvls_host: Option<u32>,
 }
 
 impl Loaded {
@@ -112,14 +143,39 @@ impl Loaded {
 
     pub fn build(&self) -> Result<Built, ScenarioError> {
         let sc = &self.scenario;
-        let topology = self.build_topology()?;
+        let (mut topology, gpus_per_server) = self.build_topology()?;
+        let mut layout = GpuLayout {
+            n_gpus: topology.n_hosts() as u32,
+            gpus_per_server,
+            nvls_host: None,
+        };
+        let nvls = sc.workload.iter().position(|w| {
+            matches!(
+                w,
+                WorkloadSpec::Collective {
+                    algorithm: Some(CollectiveAlgo::Nvls),
+                    ..
+                }
+            )
+        });
+        if let Some(i) = nvls {
+            if matches!(sc.topology, TopologySpec::Cluster { .. }) {
+                return Err(self.err(
+                    &format!("workload[{i}].algorithm"),
+                    "NVLS spans one NVSwitch domain; a cluster needs `hierarchical` or `ring`",
+                ));
+            }
+            let h = nvlink_shapes::add_nvls_endpoint(&mut topology)
+                .map_err(|e| self.err(&format!("workload[{i}].algorithm"), e.to_string()))?;
+            layout.nvls_host = Some(h);
+        }
         let routes = match self.scenario.fabric.routing {
             RoutingSpec::Updown => Routes::try_updown(&topology),
             _ => Routes::try_ecmp(&topology),
         }
         .map_err(|e| self.err("topology", e.to_string()))?;
         let engine = self.build_engine()?;
-        let flows = self.build_flows(topology.n_hosts() as u32)?;
+        let (flows, deps, collectives) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
         if end > MAX_END_TIME || end == Duration::ZERO {
             return Err(self.err(
@@ -144,6 +200,8 @@ impl Loaded {
             routes,
             engine,
             flows,
+            deps,
+            collectives,
             limits,
         })
     }
@@ -160,9 +218,10 @@ impl Loaded {
             (None, Some(m)) => Duration(DELAY_PER_METRE.ps() * m as u64),
             (None, None) => Duration(DELAY_PER_METRE.ps() * DEFAULT_CABLE_M as u64),
         };
-        let kind = match self.scenario.fabric.kind {
-            FabricKind::Infiniband => fabrics::topology::LinkKind::InfiniBand,
-            FabricKind::Ethernet | FabricKind::Rocev2 => fabrics::topology::LinkKind::Network,
+        let kind = match (self.scenario.fabric.kind, &self.scenario.topology) {
+            (FabricKind::Infiniband, _) => fabrics::topology::LinkKind::InfiniBand,
+            (_, TopologySpec::Cluster { .. }) => fabrics::topology::LinkKind::Ethernet,
+            _ => fabrics::topology::LinkKind::Network,
         };
         Ok(LinkInfo {
             rate: l.rate.get(),
@@ -171,7 +230,11 @@ impl Loaded {
         })
     }
 
-    fn build_topology(&self) -> Result<Topology, ScenarioError> {
+    /// The topology and, for GPU clusters, the GPUs per server.
+    fn build_topology(&self) -> Result<(Topology, Option<u32>), ScenarioError> {
+        if let Some(t) = self.build_gpu_topology()? {
+            return Ok(t);
+        }
         let topo = match &self.scenario.topology {
             TopologySpec::FatTree {
                 k,
@@ -243,8 +306,127 @@ impl Loaded {
                 sizing::for_hosts(*hosts, *radix, h, f).map_err(|e| self.err("topology.hosts", e.to_string()))?
             }
             TopologySpec::Custom { hosts, switches, links } => self.build_custom(*hosts, *switches, links)?,
+            _ => unreachable!("GPU topologies are built by build_gpu_topology"),
         };
-        Ok(topo)
+        if matches!(self.scenario.fabric.kind, FabricKind::Nvlink | FabricKind::Pcie) {
+            return Err(self.err(
+                "fabric.kind",
+                "`nvlink` and `pcie` fabrics model links inside a GPU server: use a GPU topology (hgx_h100, nvlink_mesh, pcie_server, ...)",
+            ));
+        }
+        Ok((topo, None))
+    }
+
+    /// The GPU topologies (`None` for the network ones), with the fabric kinds they allow.
+    fn build_gpu_topology(&self) -> Result<Option<(Topology, Option<u32>)>, ScenarioError> {
+        let kind = self.scenario.fabric.kind;
+        let need = |want: FabricKind, what: &str| -> Result<(), ScenarioError> {
+            if kind != want {
+                return Err(self.err(
+                    "fabric.kind",
+                    format!(
+                        "a {what} needs [fabric] kind = \"{}\"",
+                        if want == FabricKind::Nvlink { "nvlink" } else { "pcie" }
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        let terr = |field: &str, e: fabrics::topology::TopologyError| self.err(field, e.to_string());
+        let d = fabrics::nvlink::DEFAULT_LINK_DELAY;
+        let t = match &self.scenario.topology {
+            TopologySpec::HgxH100 {} => {
+                need(FabricKind::Nvlink, "HGX server")?;
+                hgx::hgx(&hgx::HgxSpec::h100()).map_err(|e| terr("topology", e))?
+            }
+            TopologySpec::HgxA100 {} => {
+                need(FabricKind::Nvlink, "HGX server")?;
+                hgx::hgx(&hgx::HgxSpec::a100()).map_err(|e| terr("topology", e))?
+            }
+            TopologySpec::Nvl72 {} => {
+                need(FabricKind::Nvlink, "NVL72 rack")?;
+                nvlink_shapes::nvl72(d).map_err(|e| terr("topology", e))?
+            }
+            TopologySpec::NvlinkMesh {
+                gpus,
+                generation,
+                links_per_pair,
+            } => {
+                need(FabricKind::Nvlink, "NVLink mesh")?;
+                let g = nvlink_gen(*generation);
+                let lpp = links_per_pair.unwrap_or_else(|| nvlink_shapes::mesh_links_per_pair(*gpus, g));
+                nvlink_shapes::full_mesh(*gpus, g, lpp, d).map_err(|e| terr("topology.gpus", e))?
+            }
+            TopologySpec::NvlinkRing {
+                gpus,
+                generation,
+                links_per_neighbour,
+            } => {
+                need(FabricKind::Nvlink, "NVLink ring")?;
+                let g = nvlink_gen(*generation);
+                let lpn = links_per_neighbour.unwrap_or(g.preset().links_per_gpu / 2);
+                nvlink_shapes::ring(*gpus, g, lpn, d).map_err(|e| terr("topology.gpus", e))?
+            }
+            TopologySpec::PcieServer { generation, gpus } => {
+                need(FabricKind::Pcie, "PCIe-only server")?;
+                let mut spec = hgx::PcieServerSpec::new(pcie_gen(*generation));
+                if let Some(g) = gpus {
+                    if !(2..=64).contains(g) {
+                        return Err(self.err("topology.gpus", format!("expected 2..=64 GPUs, got {g}")));
+                    }
+                    spec.n_gpus = *g;
+                }
+                hgx::pcie_server(&spec).map_err(|e| terr("topology", e))?
+            }
+            TopologySpec::Cluster {
+                servers,
+                server,
+                k,
+                nic_link,
+                fabric_link,
+                rail_optimised,
+            } => {
+                if !matches!(kind, FabricKind::Infiniband | FabricKind::Ethernet) {
+                    return Err(self.err(
+                        "fabric.kind",
+                        "a cluster's network is `infiniband` or `ethernet` (the servers' NVLink and PCIe links run on it)",
+                    ));
+                }
+                if !(1..=MAX_SERVERS).contains(servers) {
+                    return Err(self.err("topology.servers", format!("expected 1..={MAX_SERVERS} servers")));
+                }
+                let server = match server {
+                    ServerKindSpec::HgxH100 => hgx::ServerSpec::Hgx(hgx::HgxSpec::h100()),
+                    ServerKindSpec::HgxA100 => hgx::ServerSpec::Hgx(hgx::HgxSpec::a100()),
+                    ServerKindSpec::PcieGen4 => hgx::ServerSpec::PcieOnly(hgx::PcieServerSpec::new(PcieGen::Gen4)),
+                    ServerKindSpec::PcieGen5 => hgx::ServerSpec::PcieOnly(hgx::PcieServerSpec::new(PcieGen::Gen5)),
+                };
+                if server.n_gpus() as u64 * *servers as u64 > MAX_HOSTS as u64 {
+                    return Err(self.err("topology.servers", format!("more than {MAX_HOSTS} GPUs")));
+                }
+                let gpus = server.n_gpus();
+                let spec = cluster::ClusterSpec {
+                    n_servers: *servers,
+                    server,
+                    network: cluster::Network::FatTree { k: *k },
+                    nic_link: self.link("topology.nic_link", nic_link)?,
+                    fabric_link: self.link("topology.fabric_link", fabric_link)?,
+                    rail_optimised: *rail_optimised,
+                };
+                let t = cluster::build(&spec).map_err(|e| terr("topology.k", e))?;
+                return Ok(Some((t, Some(gpus))));
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some((t, None)))
+    }
+
+    /// The PCIe link of a PCIe-only server topology (its framing sets the packet format).
+    fn pcie_link(&self) -> Option<PcieLink> {
+        match &self.scenario.topology {
+            TopologySpec::PcieServer { generation, .. } => PcieLink::new(pcie_gen(*generation), 16).ok(),
+            _ => None,
+        }
     }
 
     fn build_custom(&self, hosts: u32, switches: u32, links: &[CustomLink]) -> Result<Topology, ScenarioError> {
@@ -318,6 +500,9 @@ impl Loaded {
 
     fn build_engine(&self) -> Result<EngineConfig, ScenarioError> {
         let f = &self.scenario.fabric;
+        if matches!(f.kind, FabricKind::Nvlink | FabricKind::Pcie) {
+            return self.build_gpu_engine();
+        }
         let ib_kind = f.kind == FabricKind::Infiniband;
         let mtu = f.mtu.get().get();
         if mtu == 0 || mtu > MAX_MTU_BYTES as u64 {
@@ -416,6 +601,7 @@ impl Loaded {
             route_pick,
             ib,
             roce,
+            device_latency: fabrics::engine::DeviceLatency::default(),
         })
     }
 
@@ -551,6 +737,52 @@ impl Loaded {
         Ok(c)
     }
 
+    /// `kind = "nvlink"` / `"pcie"`: the link layer fixes the packet format and credits.
+    fn build_gpu_engine(&self) -> Result<EngineConfig, ScenarioError> {
+        let f = &self.scenario.fabric;
+        if f.mtu.get().get() != fabrics::engine::DEFAULT_MTU_BYTES as u64 || f.header.is_some() {
+            return Err(self.err(
+                "fabric.mtu",
+                "NVLink and PCIe fabrics take their packet format from the link layer (256-B NVLink packets + 16-B header flit; MPS + TLP overhead): remove `mtu` and `header`",
+            ));
+        }
+        if f.infiniband.is_some() || f.buffer.is_some() {
+            return Err(self.err(
+                "fabric",
+                "[fabric.infiniband] and [fabric.buffer] do not apply to NVLink/PCIe fabrics",
+            ));
+        }
+        let mut cfg = match f.kind {
+            FabricKind::Pcie => {
+                let link = self
+                    .pcie_link()
+                    .ok_or_else(|| self.err("fabric.kind", "a pcie fabric needs a pcie_server topology"))?;
+                EngineConfig::pcie(&link)
+            }
+            _ => EngineConfig::nvlink(),
+        };
+        if let Some(l) = f.switch_latency {
+            if l.get() > Duration::from_ms(1) {
+                return Err(self.err(
+                    "fabric.switch_latency",
+                    format!("expected at most 1ms, got {}", l.get()),
+                ));
+            }
+            match f.kind {
+                FabricKind::Pcie => cfg.device_latency.pcie_switch = l.get(),
+                _ => cfg.device_latency.nvswitch = l.get(),
+            }
+        }
+        cfg.sender_rate = f.sender_rate.map(|r| r.get());
+        cfg.seed = self.scenario.scenario.seed;
+        cfg.route_pick = match f.routing {
+            RoutingSpec::Ecmp | RoutingSpec::Updown => RoutePick::Ecmp,
+            RoutingSpec::Dmodk => RoutePick::DModK,
+            RoutingSpec::Adaptive => RoutePick::Adaptive,
+        };
+        Ok(cfg)
+    }
+
     /// `[fabric.infiniband]` into the engine's [`IbConfig`], every value range-checked.
     fn build_ib(&self, spec: Option<&InfinibandSpec>, max_wire: u32) -> Result<IbConfig, ScenarioError> {
         let default_spec = InfinibandSpec::default();
@@ -681,7 +913,12 @@ impl Loaded {
         Ok(c)
     }
 
-    fn build_flows(&self, n_hosts: u32) -> Result<Vec<FlowSpec>, ScenarioError> {
+    #[allow(clippy::type_complexity)]
+    fn build_flows(
+        &self,
+        n_hosts: u32,
+        layout: GpuLayout,
+    ) -> Result<(Vec<FlowSpec>, FlowDeps, Vec<(usize, Instance)>), ScenarioError> {
         let streams = RngStreams::new(self.scenario.scenario.seed);
         if self.scenario.workload.is_empty() {
             return Err(self.err("workload", "expected at least one [[workload]]"));
@@ -692,7 +929,8 @@ impl Loaded {
                 format!("expected at most {MAX_WORKLOADS} [[workload]] entries"),
             ));
         }
-        let mut all = Vec::new();
+        let mut plan = FlowPlan::default();
+        let mut instances = Vec::new();
         for (i, w) in self.scenario.workload.iter().enumerate() {
             let field = format!("workload[{i}]");
             // Each workload has its own streams, so adding one does not perturb another.
@@ -709,7 +947,20 @@ impl Loaded {
                     Ok(())
                 }
             };
+            let (_, class) = w.group();
+            if class > MAX_CLASS {
+                return Err(self.err(
+                    &format!("{field}.class"),
+                    format!("expected a class in 0..={MAX_CLASS}"),
+                ));
+            }
             let mut flows = match w {
+                WorkloadSpec::Collective { .. } => {
+                    let before = plan.instances.len();
+                    self.push_collective(&mut plan, i, w, layout)?;
+                    instances.extend(plan.instances[before..].iter().map(|x| (i, x.clone())));
+                    continue;
+                }
                 WorkloadSpec::Flows { flows, .. } => {
                     let mut v = Vec::with_capacity(flows.len());
                     for (j, fl) in flows.iter().enumerate() {
@@ -800,23 +1051,134 @@ impl Loaded {
                         .map_err(|e| self.err(&field, e.to_string()))?
                 }
             };
-            let (_, class) = w.group();
-            if class > MAX_CLASS {
-                return Err(self.err(
-                    &format!("{field}.class"),
-                    format!("expected a class in 0..={MAX_CLASS}"),
-                ));
-            }
             for f in &mut flows {
                 f.group = i as u16;
                 f.class = class;
             }
-            if all.len() + flows.len() > MAX_FLOWS {
+            if plan.flows.len() + flows.len() > MAX_FLOWS {
                 return Err(self.err(&field, format!("the workloads generate more than {MAX_FLOWS} flows")));
             }
-            all.append(&mut flows);
+            plan.push_independent(&flows);
         }
-        Ok(all)
+        let deps = if instances.is_empty() {
+            FlowDeps::default()
+        } else {
+            plan.deps
+        };
+        Ok((plan.flows, deps, instances))
+    }
+
+    /// One `[[workload]] kind = "collective"` entry into `plan`.
+    fn push_collective(
+        &self,
+        plan: &mut FlowPlan,
+        i: usize,
+        w: &WorkloadSpec,
+        layout: GpuLayout,
+    ) -> Result<(), ScenarioError> {
+        let WorkloadSpec::Collective {
+            op,
+            algorithm,
+            size,
+            sizes,
+            ranks,
+            chunks,
+            channels,
+            iterations,
+            root,
+            reduce_rate,
+            start,
+            class,
+            ..
+        } = w
+        else {
+            unreachable!("called for collective workloads only")
+        };
+        let at = |k: &str| format!("workload[{i}].{k}");
+        let sizes: Vec<u64> = match (size, sizes) {
+            (Some(s), None) => vec![s.get().get()],
+            (None, Some(v)) if !v.is_empty() && v.len() <= MAX_SWEEP_SIZES => v.iter().map(|s| s.get().get()).collect(),
+            (None, Some(_)) => {
+                return Err(self.err(&at("sizes"), format!("expected 1..={MAX_SWEEP_SIZES} sizes")));
+            }
+            _ => return Err(self.err(&format!("workload[{i}]"), "give exactly one of `size` or `sizes`")),
+        };
+        if let Some(b) = sizes.iter().find(|&&b| b > MAX_COLLECTIVE_BYTES) {
+            return Err(self.err(
+                &at(if size.is_some() { "size" } else { "sizes" }),
+                format!("{b} B is over the limit of {MAX_COLLECTIVE_BYTES} B"),
+            ));
+        }
+        let n = ranks.unwrap_or(layout.n_gpus);
+        if n < 2 || n > layout.n_gpus {
+            return Err(self.err(
+                &at("ranks"),
+                format!("expected 2..={} ranks (the topology's GPUs), got {n}", layout.n_gpus),
+            ));
+        }
+        for (k, v, max) in [
+            ("chunks", *chunks, MAX_CHUNKS),
+            ("channels", *channels, MAX_CHANNELS),
+            ("iterations", *iterations, MAX_ITERATIONS),
+        ] {
+            if v == 0 || v > max {
+                return Err(self.err(&at(k), format!("expected 1..={max}, got {v}")));
+            }
+        }
+        let kind = match op {
+            CollectiveOp::AllReduce => CollectiveKind::AllReduce,
+            CollectiveOp::ReduceScatter => CollectiveKind::ReduceScatter,
+            CollectiveOp::AllGather => CollectiveKind::AllGather,
+            CollectiveOp::Broadcast => CollectiveKind::Broadcast { root: *root },
+            CollectiveOp::AllToAll => CollectiveKind::AllToAll,
+        };
+        let algo = algorithm.unwrap_or(if *op == CollectiveOp::AllToAll {
+            CollectiveAlgo::Direct
+        } else {
+            CollectiveAlgo::Ring
+        });
+        let algorithm = match algo {
+            CollectiveAlgo::Ring => Algorithm::Ring,
+            CollectiveAlgo::Tree => Algorithm::DoubleBinaryTree,
+            CollectiveAlgo::HalvingDoubling => Algorithm::HalvingDoubling,
+            CollectiveAlgo::Nvls => Algorithm::Nvls,
+            CollectiveAlgo::Direct => Algorithm::Direct,
+            CollectiveAlgo::Hierarchical => {
+                let g = layout.gpus_per_server.ok_or_else(|| {
+                    self.err(
+                        &at("algorithm"),
+                        "`hierarchical` needs a cluster topology (servers of GPUs)",
+                    )
+                })?;
+                Algorithm::Hierarchical { gpus_per_server: g }
+            }
+        };
+        let spec = CollectiveSpec {
+            kind,
+            algorithm,
+            n_ranks: n,
+            bytes: sizes[0],
+            chunks: *chunks,
+            channels: *channels,
+            reduce_rate: reduce_rate.map(|r| r.get()),
+        };
+        let mut endpoints: Vec<u32> = (0..n).collect();
+        endpoints.extend(layout.nvls_host);
+        let limits = PlanLimits {
+            max_flows: MAX_FLOWS as u64,
+            dag: DagLimits::DEFAULT,
+        };
+        plan.push_collective(
+            &spec,
+            &sizes,
+            *iterations,
+            SimTime::ZERO + start.get(),
+            &endpoints,
+            i as u16,
+            *class,
+            &limits,
+        )
+        .map_err(|e| self.err(&format!("workload[{i}]"), e.to_string()))
     }
 
     fn min_host_rate(&self) -> Result<sim_core::BitsPerSec, ScenarioError> {
@@ -824,12 +1186,17 @@ impl Loaded {
             TopologySpec::FatTree { host_link, .. }
             | TopologySpec::LeafSpine { host_link, .. }
             | TopologySpec::Sized { host_link, .. } => Ok(host_link.rate.get()),
+            TopologySpec::Cluster { nic_link, .. } => Ok(nic_link.rate.get()),
             TopologySpec::Custom { links, .. } => links
                 .iter()
                 .filter(|l| l.a.starts_with('h') || l.b.starts_with('h'))
                 .map(|l| l.rate.get())
                 .min()
                 .ok_or_else(|| self.err("topology.links", "no host links")),
+            _ => Err(self.err(
+                "topology",
+                "poisson workloads need a network topology (fat_tree, leaf_spine, sized, custom, cluster)",
+            )),
         }
     }
 
@@ -846,6 +1213,25 @@ impl Loaded {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
         FlowSizeCdf::parse(&text).map_err(|e| self.err(field, format!("{}: {e}", path.display())))
+    }
+}
+
+fn nvlink_gen(g: NvlinkGenSpec) -> NvLinkGen {
+    match g {
+        NvlinkGenSpec::Nvlink1 => NvLinkGen::V1,
+        NvlinkGenSpec::Nvlink2 => NvLinkGen::V2,
+        NvlinkGenSpec::Nvlink3 => NvLinkGen::V3,
+        NvlinkGenSpec::Nvlink4 => NvLinkGen::V4,
+        NvlinkGenSpec::Nvlink5 => NvLinkGen::V5,
+    }
+}
+
+fn pcie_gen(g: PcieGenSpec) -> PcieGen {
+    match g {
+        PcieGenSpec::Gen3 => PcieGen::Gen3,
+        PcieGenSpec::Gen4 => PcieGen::Gen4,
+        PcieGenSpec::Gen5 => PcieGen::Gen5,
+        PcieGenSpec::Gen6 => PcieGen::Gen6,
     }
 }
 

@@ -152,6 +152,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             match runner::run_file(&file, &opts) {
                 Ok(r) => {
                     let _ = write!(out, "{}", crate::report::terminal_table(&r.summary));
+                    if let Some(c) = &r.summary.collectives {
+                        let _ = write!(out, "{}", crate::collective_report::table(c));
+                    }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
                     0
                 }

@@ -16,6 +16,7 @@
 
 pub mod build;
 pub mod cli;
+pub mod collective_report;
 pub mod diag;
 pub mod ib_report;
 pub mod locate;

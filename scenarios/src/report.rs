@@ -32,6 +32,9 @@ pub struct Summary {
     /// InfiniBand: the congestion tree, longest credit stalls first (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub congestion_tree: Vec<crate::ib_report::TreeEdge>,
+    /// Collective workloads (`collective_report.rs`); absent when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<Vec<crate::collective_report::CollectiveRow>>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -404,6 +407,7 @@ pub fn summarize(
             .ib()
             .map(|ib| crate::ib_report::congestion_tree(ib, fabric, topo, n_hotspots))
             .unwrap_or_default(),
+        collectives: None,
     }
 }
 

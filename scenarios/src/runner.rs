@@ -54,11 +54,12 @@ pub fn validate(path: &Path) -> Result<(Loaded, Built), RunError> {
 
 /// Refuses, as a scenario error, flows that no route connects (custom topologies).
 fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
-    let probe = Fabric::new(
+    let probe = Fabric::with_deps(
         &built.topology,
         built.routes.clone(),
         built.engine.clone(),
         built.flows.clone(),
+        &built.deps,
     );
     match probe {
         Err(e @ EngineError::Unroutable { .. }) => Err(loaded.err("topology", e.to_string()).into()),
@@ -97,10 +98,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         routes,
         engine,
         flows,
+        deps,
+        collectives,
         limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
-    let mut fabric = Fabric::new(&topology, routes, engine, flows).map_err(|e| match e {
+    let mut fabric = Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| match e {
         EngineError::Unroutable { .. } => RunError::Scenario(loaded.err("topology", e.to_string())),
         e => RunError::Engine {
             file: loaded.file.clone(),
@@ -125,7 +128,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         ControlFlow::Continue(())
     });
     let groups = report::group_names(&loaded.scenario);
-    let summary = report::summarize(&fabric, &topology, meta, &report, n_hotspots, &groups);
+    let mut summary = report::summarize(&fabric, &topology, meta, &report, n_hotspots, &groups);
+    let names: Vec<String> = groups.iter().map(|(name, _)| name.clone()).collect();
+    let coll_rows = crate::collective_report::rows(&fabric, &collectives, &names);
+    if !coll_rows.is_empty() {
+        summary.collectives = Some(coll_rows);
+    }
 
     let end = report.end;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
@@ -142,6 +150,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             report::percentile_table(fabric.fct()).into_bytes(),
         ),
     ];
+    if let Some(rows) = &summary.collectives {
+        files.push(("collectives.csv", crate::collective_report::csv(rows).into_bytes()));
+    }
     let out_err = |m: String| RunError::Output {
         path: out_dir.display().to_string(),
         message: m,

@@ -82,6 +82,45 @@ pub enum TopologySpec {
         host_link: LinkSpec,
         fabric_link: LinkSpec,
     },
+    /// HGX H100: 8 GPUs, 4 NVSwitch chips, 18 NVLink 4 links per GPU, 8 NICs behind PCIe
+    /// Gen5 switches (`docs/models/nvlink.md`). Hosts are the GPUs.
+    HgxH100 {},
+    /// HGX A100: 8 GPUs, 6 NVSwitch chips, 12 NVLink 3 links per GPU, PCIe Gen4.
+    HgxA100 {},
+    /// A full NVLink mesh of `gpus` (2..=8); `links_per_pair` default: as many as the GPU has.
+    NvlinkMesh {
+        gpus: u32,
+        generation: NvlinkGenSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        links_per_pair: Option<u32>,
+    },
+    /// An NVLink ring of `gpus` (2..=8); `links_per_neighbour` default: half the GPU's links.
+    NvlinkRing {
+        gpus: u32,
+        generation: NvlinkGenSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        links_per_neighbour: Option<u32>,
+    },
+    /// GB200 NVL72: 72 GPUs, 18 NVLink Switch chips, one NVLink 5 link from every GPU to each.
+    Nvl72 {},
+    /// A PCIe-only server: `gpus` GPUs (default 8), 2 per PCIe switch, x16 links of
+    /// `generation`, two root complexes.
+    PcieServer {
+        generation: PcieGenSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpus: Option<u32>,
+    },
+    /// `servers` GPU servers whose NICs attach to a `k`-ary fat-tree (partial when smaller),
+    /// rail-optimised by default (NIC i of every server on rail i).
+    Cluster {
+        servers: u32,
+        server: ServerKindSpec,
+        k: u32,
+        nic_link: LinkSpec,
+        fabric_link: LinkSpec,
+        #[serde(default = "yes")]
+        rail_optimised: bool,
+    },
     /// Hosts and switches listed by hand.
     Custom {
         hosts: u32,
@@ -89,6 +128,41 @@ pub enum TopologySpec {
         switches: u32,
         links: Vec<CustomLink>,
     },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// An NVLink generation: `nvlink1` (P100) .. `nvlink5` (B200).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NvlinkGenSpec {
+    Nvlink1,
+    Nvlink2,
+    Nvlink3,
+    Nvlink4,
+    Nvlink5,
+}
+
+/// A PCIe generation (x16 links).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PcieGenSpec {
+    Gen3,
+    Gen4,
+    Gen5,
+    Gen6,
+}
+
+/// The server of a cluster.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKindSpec {
+    HgxH100,
+    HgxA100,
+    PcieGen4,
+    PcieGen5,
 }
 
 /// One link of a custom topology: endpoints are `"h3"` (host 3) or `"s1"` (switch 1).
@@ -141,13 +215,19 @@ pub struct FabricSpec {
     pub roce: Option<RoceSpec>,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum FabricKind {
     Ethernet,
     Infiniband,
     /// RoCEv2: shared-buffer switches, 8 priorities, PFC, ECN, DCQCN/TIMELY (`[fabric.roce]`).
     Rocev2,
+    /// NVLink inside a server: 256-B packets plus a 16-B header flit, flit credits,
+    /// NVSwitch crossbars (`docs/models/nvlink.md`).
+    Nvlink,
+    /// A PCIe-only server: TLPs (MPS 256 B + 24 B overhead), 16-B data credits
+    /// (`docs/models/pcie.md`).
+    Pcie,
 }
 
 /// `[fabric.roce]`: every field optional; defaults and sources in `docs/models/rocev2.md`.
@@ -270,6 +350,23 @@ pub enum DcqcnPreset {
 pub enum TimelyPreset {
     Reference,
     HpccSim,
+}
+
+/// By hand, so that an unknown kind names the network kinds first and the in-server ones apart.
+impl<'de> Deserialize<'de> for FabricKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = String::deserialize(d)?;
+        match v.as_str() {
+            "ethernet" => Ok(FabricKind::Ethernet),
+            "infiniband" => Ok(FabricKind::Infiniband),
+            "rocev2" => Ok(FabricKind::Rocev2),
+            "nvlink" => Ok(FabricKind::Nvlink),
+            "pcie" => Ok(FabricKind::Pcie),
+            _ => Err(serde::de::Error::custom(format!(
+                "unknown variant `{v}`, expected `ethernet`, `infiniband` or `rocev2` (networks), or `nvlink` or `pcie` (inside a GPU server)"
+            ))),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -458,6 +555,40 @@ pub enum WorkloadSpec {
         #[serde(default)]
         class: u8,
     },
+    /// A collective over GPUs, run `iterations` times back to back at `size`, or at every
+    /// size of `sizes` (a sweep, in the order listed), like nccl-tests.
+    Collective {
+        op: CollectiveOp,
+        /// Default: `direct` for all_to_all, `ring` otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        algorithm: Option<CollectiveAlgo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<SizeSpec>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sizes: Option<Vec<SizeSpec>>,
+        /// Ranks 0..ranks are GPUs (hosts) 0..ranks; default: every GPU.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ranks: Option<u32>,
+        #[serde(default = "one")]
+        chunks: u32,
+        #[serde(default = "one")]
+        channels: u32,
+        #[serde(default = "one")]
+        iterations: u32,
+        /// Broadcast root rank (default 0).
+        #[serde(default)]
+        root: u32,
+        /// Local reduction throughput (default: free).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reduce_rate: Option<RateSpec>,
+        #[serde(default = "zero_time")]
+        start: TimeSpec,
+        /// Group name in results (default `workload<i>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default)]
+        class: u8,
+    },
 }
 
 impl WorkloadSpec {
@@ -467,9 +598,37 @@ impl WorkloadSpec {
             WorkloadSpec::Flows { name, class, .. }
             | WorkloadSpec::Permutation { name, class, .. }
             | WorkloadSpec::Incast { name, class, .. }
-            | WorkloadSpec::Poisson { name, class, .. } => (name.as_deref(), *class),
+            | WorkloadSpec::Poisson { name, class, .. }
+            | WorkloadSpec::Collective { name, class, .. } => (name.as_deref(), *class),
         }
     }
+}
+
+/// A collective operation (nccl-tests names without the `_perf`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveOp {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    Broadcast,
+    AllToAll,
+}
+
+/// A collective algorithm (`docs/collectives.md`).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveAlgo {
+    Ring,
+    Tree,
+    HalvingDoubling,
+    Nvls,
+    Direct,
+    Hierarchical,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn zero_time() -> TimeSpec {

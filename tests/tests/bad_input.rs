@@ -512,7 +512,7 @@ fn unknown_fabric_kind() {
         .field("fabric.kind")
         .says(&[
             "unknown variant `infinityband`",
-            "expected one of `ethernet`, `infiniband`, `rocev2`",
+            "expected `ethernet`, `infiniband` or `rocev2` (networks), or `nvlink` or `pcie`",
         ]);
 }
 

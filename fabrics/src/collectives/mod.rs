@@ -30,6 +30,7 @@
 
 pub mod cost;
 pub mod eval;
+pub mod flows;
 pub mod generate;
 
 use std::fmt;

@@ -39,6 +39,36 @@ pub enum RoutePick {
     Adaptive,
 }
 
+/// Port-to-port latency of the forwarding devices inside GPU servers (node kinds other than
+/// network switches; network switches use [`EngineConfig::switch_latency`]). Defaults and
+/// their sources: `docs/models/nvlink.md`, `docs/models/pcie.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceLatency {
+    /// A GPU's NVLink/PCIe hub: 0 (its latency is folded into the NVLink latency).
+    pub gpu_hub: Duration,
+    /// NVSwitch traversal: 200 ns (`nvlink::DEFAULT_SWITCH_LATENCY`, an assumption).
+    pub nvswitch: Duration,
+    /// PCIe switch (cut-through): 150 ns, an assumption (PCIe Gen4/5 switch vendors quote
+    /// 100-200 ns port-to-port).
+    pub pcie_switch: Duration,
+    /// CPU root complex: 200 ns, an assumption.
+    pub root_complex: Duration,
+    /// A server NIC forwarding between PCIe and the network: 500 ns, an assumption.
+    pub nic: Duration,
+}
+
+impl Default for DeviceLatency {
+    fn default() -> Self {
+        DeviceLatency {
+            gpu_hub: Duration::ZERO,
+            nvswitch: crate::nvlink::DEFAULT_SWITCH_LATENCY,
+            pcie_switch: Duration::from_ns(150),
+            root_complex: Duration::from_ns(200),
+            nic: Duration::from_ns(500),
+        }
+    }
+}
+
 /// How the engine runs a fabric.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -63,6 +93,8 @@ pub struct EngineConfig {
     /// CNP/ACK, sender congestion control; see `engine/roce.rs`). The `buffer`,
     /// `flow_control` and `marking` fields above are then unused.
     pub roce: Option<super::RoceConfig>,
+    /// Latencies of GPU-server devices (hubs, NVSwitch, PCIe switches, root complexes, NICs).
+    pub device_latency: DeviceLatency,
 }
 
 impl Default for EngineConfig {
@@ -81,6 +113,36 @@ impl Default for EngineConfig {
             route_pick: RoutePick::Ecmp,
             ib: None,
             roce: None,
+            device_latency: DeviceLatency::default(),
+        }
+    }
+}
+
+impl EngineConfig {
+    /// NVLink inside a server (`docs/models/nvlink.md`): packets of one 16-byte header flit plus
+    /// up to 16 data flits (256 B), the credit path with 16-byte flit credits
+    /// ([`crate::nvlink::credit_layer`]). GPU hubs and NVSwitch chips spray packets over their
+    /// parallel links whatever `route_pick` says.
+    pub fn nvlink() -> EngineConfig {
+        EngineConfig {
+            mtu_bytes: crate::nvlink::MAX_PAYLOAD_BYTES as u32,
+            header_bytes: crate::nvlink::FLIT_BYTES as u32,
+            switch_latency: crate::ib::DEFAULT_IB_SWITCH_LATENCY,
+            ib: Some(crate::nvlink::credit_layer(crate::nvlink::DEFAULT_CREDITS_FLITS)),
+            ..EngineConfig::default()
+        }
+    }
+
+    /// A PCIe-only server (`docs/models/pcie.md`): TLPs of up to `link.mps_bytes` payload plus
+    /// the TLP overhead (framing, header, LCRC), posted-write data credits of 16 bytes
+    /// ([`crate::pcie::credit_layer`]).
+    pub fn pcie(link: &crate::pcie::PcieLink) -> EngineConfig {
+        EngineConfig {
+            mtu_bytes: link.mps_bytes,
+            header_bytes: link.tlp_overhead_bytes(),
+            switch_latency: crate::ib::DEFAULT_IB_SWITCH_LATENCY,
+            ib: Some(crate::pcie::credit_layer(crate::pcie::DEFAULT_DATA_CREDITS)),
+            ..EngineConfig::default()
         }
     }
 }

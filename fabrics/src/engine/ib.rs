@@ -25,6 +25,15 @@
 //! before the tail is in, but cannot finish before it (`done = max(start + serialization,
 //! tail arrival)`).
 //!
+//! ## Virtual output queues (GPU hubs and NVSwitch chips)
+//! Ports of nodes flagged `voq` (GPU hubs and NVSwitch chips, the NVLink crossbars) keep the
+//! same per-input credit accounting but queue a packet per output VL on arrival, in arrival
+//! order: every packet competes for its output at once, so there is no head-of-line blocking
+//! between outputs (a hub feeding 18 NVLinks from one input would otherwise serve them one
+//! at a time). The output takes the oldest packet (oldest-first arbitration, which for a
+//! crossbar with enough internal speed-up is what iSLIP converges to under uniform load);
+//! HOQLife does not apply (NVLink has none).
+//!
 //! ## HOQLife
 //! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
 //! opensm defaults ≈ 268 ms towards CAs, ≈ 1.07 s between switches) is dropped: the only loss.
@@ -37,7 +46,6 @@
 
 use super::{Ev, Fabric, Packet, PacketKind};
 use crate::ib::cc::MarkCounter;
-use crate::ib::link::{FLOW_CONTROL_PACKET_BYTES, MAX_CREDIT_WINDOW_BLOCKS, blocks};
 use crate::ib::vlarb::VlArbiter;
 use crate::ib::{IbConfig, hoq_life};
 use crate::models::CongestionControl;
@@ -78,46 +86,35 @@ pub struct IbTotals {
     pub becn_received: u64,
 }
 
-/// Sender-side state of one output port-VL.
-#[derive(Clone, Debug)]
-struct OutVl {
-    /// Blocks sent (FCTBS) and the latest credit limit advertised by the receiver (FCCL).
-    fctbs: u64,
-    fccl: u64,
-    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
-    out_bytes: u64,
-    /// Input ports whose head packet waits for this output VL, in arrival order.
-    requests: VecDeque<u32>,
-    /// Open credit stall: since when, and the port the downstream head waited for.
-    stall_since: SimTime,
-    stall_cause: u32,
-    credit_stall_ps: u64,
-    mark: MarkCounter,
-}
-
-/// Receiver-side state of one input port-VL.
-#[derive(Clone, Debug)]
-struct InVl {
-    /// The VL's input FIFO (packet ids).
-    inq: VecDeque<u32>,
-    free_blocks: u32,
-    /// Blocks received (ABR).
-    abr: u64,
-    /// When the head's HOQLife expires.
-    head_deadline: SimTime,
-    fc_state: FcState,
-    fc_last_sent: SimTime,
-}
-
 /// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
 pub struct IbState {
     pub cfg: IbConfig,
     nv: usize,
-    /// Sender side of every egress port-VL (one cache-friendly record each).
-    out: Vec<OutVl>,
-    /// Receiver side of every ingress port-VL (a port id is also its node's ingress for the
-    /// reverse direction of the same link).
-    inv: Vec<InVl>,
+    // Sender side of every egress port-VL.
+    fctbs: Vec<u64>,
+    fccl: Vec<u64>,
+    /// Input ports whose head packet waits for this output VL, in arrival order.
+    requests: Vec<VecDeque<u32>>,
+    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
+    out_bytes: Vec<u64>,
+    stall_since: Vec<SimTime>,
+    stall_cause: Vec<u32>,
+    credit_stall_ps: Vec<u64>,
+    mark: Vec<MarkCounter>,
+    // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
+    // reverse direction of the same link).
+    inq: Vec<VecDeque<u32>>,
+    /// Per output port-VL of a `voq` node: packets waiting for it, oldest first.
+    voq: Vec<VecDeque<u32>>,
+    /// Per port: it belongs to a `voq` node (module docs).
+    voq_port: Vec<bool>,
+    /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
+    rx_init: Vec<u64>,
+    free_blocks: Vec<u32>,
+    abr: Vec<u64>,
+    head_deadline: Vec<SimTime>,
+    fc_state: Vec<FcState>,
+    fc_last_sent: Vec<SimTime>,
     // Per port.
     arb: Vec<VlArbiter>,
     /// VLs whose flow-control packet is queued on this port's transmitter.
@@ -144,41 +141,41 @@ pub struct IbState {
 impl IbState {
     /// Builds the state for `n_ports` ports; `peer_is_host[p]` says whether port `p` sends to
     /// an HCA, `own_is_host[p]` whether it belongs to one.
-    pub(super) fn new(cfg: IbConfig, peer_is_host: &[bool], own_is_host: &[bool], n_hosts: usize) -> IbState {
+    pub(super) fn new(
+        cfg: IbConfig,
+        peer_is_host: &[bool],
+        own_is_host: &[bool],
+        voq_port: Vec<bool>,
+        internal_port: &[bool],
+        n_hosts: usize,
+    ) -> IbState {
         let n = peer_is_host.len();
         let nv = cfg.n_vls as usize;
-        let mut out = Vec::with_capacity(n * nv);
-        let mut inv = Vec::with_capacity(n * nv);
+        let mut fccl = Vec::with_capacity(n * nv);
+        let mut free_blocks = Vec::with_capacity(n * nv);
+        let mut rx_init = Vec::with_capacity(n);
+        // Internal links (a GPU to its hub, the NVLS endpoint) are not a modelled bottleneck:
+        // both ends get the largest credit window (clamped to u32).
+        let window = cfg.max_credit_window.min(u32::MAX as u64) as u32;
         for p in 0..n {
-            let rx = if peer_is_host[p] {
+            let rx = if internal_port[p] {
+                window
+            } else if peer_is_host[p] {
                 cfg.hca_vl_buffer_blocks
             } else {
                 cfg.vl_buffer_blocks
             };
-            let own = if own_is_host[p] {
+            let own = if internal_port[p] {
+                window
+            } else if own_is_host[p] {
                 cfg.hca_vl_buffer_blocks
             } else {
                 cfg.vl_buffer_blocks
             };
+            rx_init.push(rx as u64);
             for _ in 0..nv {
-                out.push(OutVl {
-                    fctbs: 0,
-                    fccl: rx as u64,
-                    out_bytes: 0,
-                    requests: VecDeque::new(),
-                    stall_since: SimTime::MAX,
-                    stall_cause: u32::MAX,
-                    credit_stall_ps: 0,
-                    mark: MarkCounter::default(),
-                });
-                inv.push(InVl {
-                    inq: VecDeque::new(),
-                    free_blocks: own,
-                    abr: 0,
-                    head_deadline: SimTime::MAX,
-                    fc_state: FcState::Idle,
-                    fc_last_sent: SimTime::ZERO,
-                });
+                fccl.push(rx as u64);
+                free_blocks.push(own);
             }
         }
         let hoq_of_out = (0..n)
@@ -194,8 +191,23 @@ impl IbState {
             .collect();
         IbState {
             nv,
-            out,
-            inv,
+            fctbs: vec![0; n * nv],
+            fccl,
+            requests: vec![VecDeque::new(); n * nv],
+            out_bytes: vec![0; n * nv],
+            stall_since: vec![SimTime::MAX; n * nv],
+            stall_cause: vec![u32::MAX; n * nv],
+            credit_stall_ps: vec![0; n * nv],
+            mark: vec![MarkCounter::default(); n * nv],
+            inq: vec![VecDeque::new(); n * nv],
+            voq: vec![VecDeque::new(); n * nv],
+            voq_port,
+            rx_init,
+            free_blocks,
+            abr: vec![0; n * nv],
+            head_deadline: vec![SimTime::MAX; n * nv],
+            fc_state: vec![FcState::Idle; n * nv],
+            fc_last_sent: vec![SimTime::ZERO; n * nv],
             arb: vec![VlArbiter::default(); n],
             ctrl: vec![VecDeque::new(); n],
             tx_release: vec![None; n],
@@ -222,18 +234,18 @@ impl IbState {
     #[inline]
     fn avail(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        (self.out[i].fccl - self.out[i].fctbs).min(MAX_CREDIT_WINDOW_BLOCKS)
+        (self.fccl[i] - self.fctbs[i]).min(self.cfg.max_credit_window)
     }
 
     /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
     pub fn credit_stall(&self, p: u32, vl: u8, now: SimTime) -> Duration {
         let i = self.ix(p, vl);
-        let open = if self.out[i].stall_since == SimTime::MAX {
+        let open = if self.stall_since[i] == SimTime::MAX {
             0
         } else {
-            now.ps().saturating_sub(self.out[i].stall_since.ps())
+            now.ps().saturating_sub(self.stall_since[i].ps())
         };
-        Duration::from_ps(self.out[i].credit_stall_ps + open)
+        Duration::from_ps(self.credit_stall_ps[i] + open)
     }
 
     /// Number of data VLs.
@@ -256,23 +268,23 @@ impl IbState {
 
     fn stall_begin(&mut self, p: u32, vl: u8, now: SimTime, cause: u32) {
         let i = self.ix(p, vl);
-        if self.out[i].stall_since == SimTime::MAX {
-            self.out[i].stall_since = now;
-            self.out[i].stall_cause = cause;
+        if self.stall_since[i] == SimTime::MAX {
+            self.stall_since[i] = now;
+            self.stall_cause[i] = cause;
         }
     }
 
     /// Ends a stall if one is open; returns whether there was one.
     fn stall_end(&mut self, p: u32, vl: u8, now: SimTime) -> bool {
         let i = self.ix(p, vl);
-        let since = self.out[i].stall_since;
+        let since = self.stall_since[i];
         if since == SimTime::MAX {
             return false;
         }
         let d = now.ps() - since.ps();
-        self.out[i].credit_stall_ps += d;
-        *self.stall_edges.entry((p, self.out[i].stall_cause)).or_insert(0) += d;
-        self.out[i].stall_since = SimTime::MAX;
+        self.credit_stall_ps[i] += d;
+        *self.stall_edges.entry((p, self.stall_cause[i])).or_insert(0) += d;
+        self.stall_since[i] = SimTime::MAX;
         true
     }
 }
@@ -348,16 +360,17 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        let fccl = ib.inv[i].abr + ib.inv[i].free_blocks as u64;
-        ib.inv[i].fc_state = FcState::Idle;
-        ib.inv[i].fc_last_sent = now;
+        let fccl = ib.abr[i] + ib.free_blocks[i] as u64;
+        ib.fc_state[i] = FcState::Idle;
+        ib.fc_last_sent[i] = now;
         ib.port_stats[x as usize].fc_packets_tx += 1;
         ib.totals.fc_packets += 1;
+        let fc_bytes = ib.cfg.fc_packet_bytes;
         let id = self.packets.alloc(Packet {
             kind: PacketKind::FlowControl,
             vl,
             aux: fccl,
-            wire_bytes: FLOW_CONTROL_PACKET_BYTES,
+            wire_bytes: fc_bytes,
             ..Packet::control()
         });
         self.ib_transmit(s, x, id, SimTime::ZERO)
@@ -369,16 +382,16 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        if ib.inv[i].fc_state != FcState::Idle {
+        if ib.fc_state[i] != FcState::Idle {
             return; // an update is already on its way; it will carry the newest value
         }
-        let due = ib.inv[i].fc_last_sent + ib.cfg.credit_update.min_interval;
-        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.inv[i].fc_last_sent > SimTime::ZERO {
-            ib.inv[i].fc_state = FcState::Deferred;
+        let due = ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval;
+        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.fc_last_sent[i] > SimTime::ZERO {
+            ib.fc_state[i] = FcState::Deferred;
             self.ib_arm_timer(s, x, due);
             return;
         }
-        ib.inv[i].fc_state = FcState::Queued;
+        ib.fc_state[i] = FcState::Queued;
         ib.ctrl[x as usize].push_back(vl);
         self.ib_kick(s, x);
     }
@@ -407,18 +420,16 @@ impl Fabric {
             loop {
                 let ib = self.ibr();
                 let i = ib.ix(x, vl);
-                if ib.inv[i].inq.is_empty() || ib.inv[i].head_deadline > now {
+                if ib.inq[i].is_empty() || ib.head_deadline[i] > now {
                     break;
                 }
                 self.ib_drop_head(s, x, vl);
             }
             let ib = self.ibr();
             let i = ib.ix(x, vl);
-            if ib.inv[i].fc_state == FcState::Deferred
-                && ib.inv[i].fc_last_sent + ib.cfg.credit_update.min_interval <= now
-            {
+            if ib.fc_state[i] == FcState::Deferred && ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval <= now {
                 let ib = self.ibs();
-                ib.inv[i].fc_state = FcState::Queued;
+                ib.fc_state[i] = FcState::Queued;
                 ib.ctrl[x as usize].push_back(vl);
                 self.ib_kick(s, x);
             }
@@ -427,11 +438,11 @@ impl Fabric {
         let mut next = SimTime::MAX;
         for vl in 0..nv {
             let i = ib.ix(x, vl);
-            if !ib.inv[i].inq.is_empty() {
-                next = next.min(ib.inv[i].head_deadline);
+            if !ib.inq[i].is_empty() {
+                next = next.min(ib.head_deadline[i]);
             }
-            if ib.inv[i].fc_state == FcState::Deferred {
-                next = next.min(ib.inv[i].fc_last_sent + ib.cfg.credit_update.min_interval);
+            if ib.fc_state[i] == FcState::Deferred {
+                next = next.min(ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval);
             }
         }
         if next != SimTime::MAX {
@@ -444,21 +455,21 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        let id = ib.inv[i].inq.pop_front().expect("a head to drop");
+        let id = ib.inq[i].pop_front().expect("a head to drop");
         let pkt = *self.packets.get(id);
         let out = pkt.next_port;
         let ib = self.ibs();
         let o = ib.ix(out, vl);
-        if let Some(pos) = ib.out[o].requests.iter().position(|&r| r == x) {
-            ib.out[o].requests.remove(pos);
+        if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
+            ib.requests[o].remove(pos);
         }
-        if ib.out[o].requests.is_empty() {
+        if ib.requests[o].is_empty() {
             ib.stall_end(out, vl, now);
         }
-        ib.out[o].out_bytes -= pkt.wire_bytes as u64;
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
         ib.port_stats[out as usize].hoq_drops += 1;
         ib.totals.hoq_drops += 1;
-        let b = blocks(pkt.wire_bytes);
+        let b = self.ibr().cfg.credits(pkt.wire_bytes);
         self.ib_free_input(now, x, vl, b);
         let port = &mut self.ports[out as usize];
         port.stats.drops += 1;
@@ -480,9 +491,9 @@ impl Fabric {
     fn ib_free_input(&mut self, now: SimTime, x: u32, vl: u8, b: u32) {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        ib.inv[i].free_blocks += b;
+        ib.free_blocks[i] += b;
         ib.in_blocks[x as usize] -= b as u64;
-        let bytes = ib.in_blocks[x as usize] * 64;
+        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
     }
 
@@ -491,16 +502,16 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibr();
         let i = ib.ix(x, vl);
-        let Some(&id) = ib.inv[i].inq.front() else { return };
+        let Some(&id) = ib.inq[i].front() else { return };
         let out = self.packets.get(id).next_port;
         let ib = self.ibs();
         let o = ib.ix(out, vl);
-        ib.out[o].requests.push_back(x);
+        ib.requests[o].push_back(x);
         let deadline = match ib.hoq_of_out[out as usize] {
             Some(life) => now + life,
             None => SimTime::MAX,
         };
-        ib.inv[i].head_deadline = deadline;
+        ib.head_deadline[i] = deadline;
         if deadline != SimTime::MAX {
             self.ib_arm_timer(s, x, deadline);
         }
@@ -521,17 +532,17 @@ impl Fabric {
             self.packets.free(id);
             let ib = self.ibs();
             let i = ib.ix(x, pkt.vl);
-            ib.out[i].fccl = ib.out[i].fccl.max(pkt.aux);
+            ib.fccl[i] = ib.fccl[i].max(pkt.aux);
             self.ib_kick(s, x);
             return;
         }
-        let b = blocks(pkt.wire_bytes);
+        let b = self.ibr().cfg.credits(pkt.wire_bytes);
         let vl = pkt.vl;
         if self.is_host[node as usize] {
             // The HCA takes the packet into host memory at once and returns the credits.
             let ib = self.ibs();
             let i = ib.ix(x, vl);
-            ib.inv[i].abr += b as u64;
+            ib.abr[i] += b as u64;
             self.ib_credit_update(s, x, vl);
             if pkt.kind == PacketKind::Cnp {
                 self.packets.free(id);
@@ -546,7 +557,7 @@ impl Fabric {
             if pkt.marked && self.ibr().cfg.cc.is_some() {
                 self.ib_queue_cnp(s, pkt.flow, vl);
             }
-            self.deliver(now, id);
+            self.deliver(s, id);
             return;
         }
         // A switch input buffer.
@@ -554,26 +565,33 @@ impl Fabric {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(
-            ib.inv[i].free_blocks >= b,
+            ib.free_blocks[i] >= b,
             "InfiniBand credit violation: {b} blocks arrived at port {x} VL {vl} with {} free (losslessness broken)",
-            ib.inv[i].free_blocks
+            ib.free_blocks[i]
         );
-        ib.inv[i].free_blocks -= b;
-        ib.inv[i].abr += b as u64;
+        ib.free_blocks[i] -= b;
+        ib.abr[i] += b as u64;
         ib.in_blocks[x as usize] += b as u64;
-        let bytes = ib.in_blocks[x as usize] * 64;
+        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
         ib.occupancy_on_arrival.saturating_record(bytes);
         let o = ib.ix(out, vl);
-        ib.out[o].out_bytes += pkt.wire_bytes as u64;
+        ib.out_bytes[o] += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
-        let was_empty = ib.inv[i].inq.is_empty();
-        ib.inv[i].inq.push_back(id);
+        let voq = ib.voq_port[out as usize];
+        let was_empty = ib.inq[i].is_empty();
+        if voq {
+            ib.voq[o].push_back(id);
+        } else {
+            ib.inq[i].push_back(id);
+        }
         self.ports[out as usize].stats.queue_bytes.set(now, out_total);
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
         pk.next_port = out;
-        if was_empty {
+        if voq {
+            self.ib_switch_try_start(s, out);
+        } else if was_empty {
             self.ib_new_head(s, x, vl);
         }
     }
@@ -596,13 +614,21 @@ impl Fabric {
         // Which VLs could send now, and which wait only for credits.
         let nv = self.ibr().nv as u8;
         let mut ready = 0u16;
+        let voq = self.ibr().voq_port[p as usize];
         for vl in 0..nv {
             let ib = self.ibr();
-            let Some(&x) = ib.out[ib.ix(p, vl)].requests.front() else {
-                continue;
+            let head = if voq {
+                let Some(&id) = ib.voq[ib.ix(p, vl)].front() else {
+                    continue;
+                };
+                id
+            } else {
+                let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
+                    continue;
+                };
+                *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head")
             };
-            let head = *ib.inv[ib.ix(x, vl)].inq.front().expect("a requesting input has a head");
-            let b = blocks(self.packets.get(head).wire_bytes) as u64;
+            let b = ib.cfg.credits(self.packets.get(head).wire_bytes) as u64;
             if b <= ib.avail(p, vl) {
                 ready |= 1 << vl;
             } else {
@@ -620,15 +646,20 @@ impl Fabric {
             return;
         };
         let o = ib.ix(p, vl);
-        let x = ib.out[o].requests.pop_front().expect("ready VL has a requester");
-        let i = ib.ix(x, vl);
-        let id = ib.inv[i].inq.pop_front().expect("requester has a head");
+        let (x, id) = if voq {
+            let id = ib.voq[o].pop_front().expect("ready VL has a packet");
+            (self.packets.get(id).ingress_port, id)
+        } else {
+            let x = ib.requests[o].pop_front().expect("ready VL has a requester");
+            let i = ib.ix(x, vl);
+            (x, ib.inq[i].pop_front().expect("requester has a head"))
+        };
         let pkt = *self.packets.get(id);
-        let b = blocks(pkt.wire_bytes);
+        let b = self.ibr().cfg.credits(pkt.wire_bytes);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
-        ib.out[o].fctbs += b as u64;
-        ib.out[o].out_bytes -= pkt.wire_bytes as u64;
+        ib.fctbs[o] += b as u64;
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
         // A victim of congestion further down: it had to wait for credits for this packet,
         // or what is left would not cover another full packet.
         let was_victim = ib.stall_end(p, vl, now) || ib.avail(p, vl) < b as u64;
@@ -637,11 +668,13 @@ impl Fabric {
             && pkt.kind == PacketKind::Data
             && b >= cc.switch.packet_size_blocks as u32
             && (!was_victim || cc.switch.victim_mask)
-            && let Some(th) = cc.switch.threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * 64)
-            && ib.out[o].out_bytes >= th
+            && let Some(th) = cc
+                .switch
+                .threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * ib.cfg.credit_unit_bytes as u64)
+            && ib.out_bytes[o] >= th
         {
             let rate = cc.switch.marking_rate;
-            if ib.out[o].mark.eligible(rate) {
+            if ib.mark[o].eligible(rate) {
                 fecn = true;
                 ib.port_stats[p as usize].fecn_marked += 1;
                 ib.totals.fecn_marked += 1;
@@ -656,7 +689,9 @@ impl Fabric {
         let done = self.ib_transmit(s, p, id, pkt.tail_at);
         self.ib_arm_txdone(s, p, done);
         // The input's next packet competes now.
-        self.ib_new_head(s, x, vl);
+        if !voq {
+            self.ib_new_head(s, x, vl);
+        }
     }
 
     fn ib_arm_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, done: SimTime) {
@@ -685,7 +720,12 @@ impl Fabric {
         if self.is_host[port.peer_node as usize] {
             return u32::MAX;
         }
-        match ib.inv[ib.ix(port.peer_port, vl)].inq.front() {
+        let peer_queue = if ib.voq_port[port.peer_port as usize] {
+            return u32::MAX; // a crossbar's inputs do not block on one output
+        } else {
+            &ib.inq[ib.ix(port.peer_port, vl)]
+        };
+        match peer_queue.front() {
             Some(&id) => self.packets.get(id).next_port,
             None => u32::MAX,
         }
@@ -740,11 +780,11 @@ impl Fabric {
                 let pk = self.packets.get(id);
                 (pk.vl, pk.wire_bytes)
             };
-            let b = blocks(wire) as u64;
+            let b = self.ibr().cfg.credits(wire) as u64;
             if b <= self.ibr().avail(p, vl) {
                 self.ibs().cnp_queue[h as usize].pop_front();
                 let o = self.ibr().ix(p, vl);
-                self.ibs().out[o].fctbs += b;
+                self.ibs().fctbs[o] += b;
                 let done = self.ib_transmit(s, p, id, SimTime::ZERO);
                 self.nic_wake_at(s, h, done);
                 return;
@@ -776,7 +816,7 @@ impl Fabric {
                 continue;
             }
             let wire = self.flow_state[f as usize].unsent_bytes.min(mtu) as u32 + header;
-            if blocks(wire) as u64 <= self.ibr().avail(p, vl) {
+            if self.ibr().cfg.credits(wire) as u64 <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
                 self.ibs().stall_end(p, vl, now);
             } else {
@@ -800,11 +840,11 @@ impl Fabric {
             .expect("candidate flow");
         let id = self.cut_packet(now, f, vl);
         let wire = self.packets.get(id).wire_bytes;
-        let b = blocks(wire);
+        let b = self.ibr().cfg.credits(wire);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         let o = ib.ix(p, vl);
-        ib.out[o].fctbs += b as u64;
+        ib.fctbs[o] += b as u64;
         if self.flow_state[f as usize].unsent_bytes > 0 {
             self.ibs().host_flows[h as usize][vl as usize].push_back(f);
         }
@@ -821,24 +861,25 @@ impl Fabric {
 impl IbState {
     /// Bytes waiting for output `p`, all VLs.
     fn out_bytes_total(&self, p: u32) -> u64 {
-        (0..self.nv as u8).map(|vl| self.out[self.ix(p, vl)].out_bytes).sum()
+        (0..self.nv as u8).map(|vl| self.out_bytes[self.ix(p, vl)]).sum()
     }
 
     /// Load of output `p` for adaptive routing on `vl`: bytes waiting for it plus bytes sent
     /// on it whose credits have not come back.
-    pub(super) fn adaptive_load(&self, p: u32, vl: u8, init_blocks: u64) -> u64 {
+    pub(super) fn adaptive_load(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        let outstanding = init_blocks.saturating_sub(self.out[i].fccl - self.out[i].fctbs);
-        self.out_bytes_total(p) + outstanding * 64
+        let outstanding = self.rx_init[p as usize].saturating_sub(self.fccl[i] - self.fctbs[i]);
+        self.out_bytes_total(p) + outstanding * self.cfg.credit_unit_bytes as u64
     }
 }
 
 impl IbState {
     /// Data packets (not control) waiting in input buffers.
     pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
-        self.inv
+        self.inq
             .iter()
-            .flat_map(|v| v.inq.iter())
+            .chain(&self.voq)
+            .flat_map(|q| q.iter())
             .filter(|&&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
     }

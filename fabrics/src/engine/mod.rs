@@ -34,6 +34,7 @@
 //! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then.
 
 mod config;
+mod deps;
 mod ib;
 mod nic;
 mod packet;
@@ -42,6 +43,7 @@ mod results;
 mod roce;
 
 pub use config::*;
+pub use deps::FlowDeps;
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use packet::{Packet, PacketArena, PacketKind};
 pub use port::{Port, PortStats};
@@ -75,6 +77,8 @@ pub enum Ev {
     PortTimer(u32),
     /// Flow `f`'s timer (RoCEv2: congestion-control timer, go-back-N timeout).
     FlowTimer(u32),
+    /// Flow `f`'s dependencies are delivered and its gap has passed: it starts (`deps.rs`).
+    FlowStart(u32),
 }
 
 /// Errors building an engine from a topology, routes and flows.
@@ -150,6 +154,15 @@ pub struct Fabric {
     records: Vec<FlowRecord>,
     /// Index of the next flow to start (flows are sorted by start time).
     next_flow: usize,
+    /// Flows `0..n_timed` start at their start time; the rest start on dependencies.
+    n_timed: usize,
+    /// Dependency state of the dependent flows (empty without dependencies).
+    deps: deps::DepState,
+    /// Input index of a flow -> engine flow id (flows are reordered by start time).
+    input_to_flow: Vec<u32>,
+    /// Per node: spray packets over equal-cost next hops by load, whatever `route_pick` says
+    /// (GPU hubs and NVSwitch chips stripe NVLink traffic over parallel links per packet).
+    spray: Vec<bool>,
     buffer: AnyBuffer,
     flow_control: AnyFlowControl,
     marking: AnyMarking,
@@ -171,7 +184,21 @@ impl Fabric {
         topo: &Topology,
         routes: Routes,
         cfg: EngineConfig,
-        mut flows: Vec<FlowSpec>,
+        flows: Vec<FlowSpec>,
+    ) -> Result<Fabric, EngineError> {
+        Fabric::with_deps(topo, routes, cfg, flows, &FlowDeps::default())
+    }
+
+    /// [`Fabric::new`] with dependencies between flows (`deps.rs`): a flow with dependencies
+    /// starts when they are all delivered plus its gap, and its `start` is ignored. Engine
+    /// flow ids: the flows without dependencies sorted as in [`Fabric::new`], then the
+    /// dependent flows in input order ([`Fabric::flow_of_input`] maps input indices).
+    pub fn with_deps(
+        topo: &Topology,
+        routes: Routes,
+        cfg: EngineConfig,
+        flows: Vec<FlowSpec>,
+        deps: &FlowDeps,
     ) -> Result<Fabric, EngineError> {
         if cfg.mtu_bytes == 0 || cfg.mtu_bytes > MAX_MTU_BYTES {
             return Err(EngineError::BadConfig(format!(
@@ -206,7 +233,24 @@ impl Fabric {
                 }
             }
         }
-        crate::traffic::sort_flows(&mut flows);
+        deps.check(flows.len()).map_err(EngineError::BadConfig)?;
+        // Timed flows in the canonical order of `traffic::sort_flows` (a stable sort, so the
+        // same order as sorting the flows themselves), then dependent flows in input order.
+        let has_deps = |i: usize| !deps.is_empty() && !deps.of(i).is_empty();
+        let mut order: Vec<u32> = (0..flows.len() as u32).filter(|&i| !has_deps(i as usize)).collect();
+        order.sort_by_key(|&i| {
+            let f = &flows[i as usize];
+            (f.start, f.src, f.dst, f.size)
+        });
+        let n_timed = order.len();
+        order.extend((0..flows.len() as u32).filter(|&i| has_deps(i as usize)));
+        let mut input_to_flow = vec![0u32; flows.len()];
+        for (new, &inp) in order.iter().enumerate() {
+            input_to_flow[inp as usize] = new as u32;
+        }
+        let dep_state = deps::DepState::new(deps, &order, &input_to_flow);
+        let flows: Vec<FlowSpec> = order.iter().map(|&i| flows[i as usize]).collect();
+        drop(order);
 
         let n_nodes = topo.n_nodes();
         let mut host_of_node = vec![u32::MAX; n_nodes];
@@ -238,17 +282,26 @@ impl Fabric {
         }
         // The port at the far end of edge `e` seen from node `n`: find `e` among the peer's ports.
         let mut ports = Vec::with_capacity(n_ports as usize);
+        // Ports on `LinkKind::Internal` links (never a modelled bottleneck: the credit path
+        // gives their receivers the largest credit window).
+        let mut internal_port = Vec::with_capacity(n_ports as usize);
         for (ni, ps) in node_ports.iter().enumerate() {
             for &(edge, peer) in ps {
                 let link = topo.graph[edge];
+                internal_port.push(link.kind == crate::topology::LinkKind::Internal);
                 let peer_local = node_ports[peer.index()]
                     .iter()
                     .position(|&(e, _)| e == edge)
                     .expect("an edge appears in both endpoints' port lists");
-                let peer_latency = if is_host[peer.index()] {
-                    sim_core::Duration::ZERO
-                } else {
-                    cfg.switch_latency
+                let dl = &cfg.device_latency;
+                let peer_latency = match topo.graph[peer].kind {
+                    NodeKind::Host => sim_core::Duration::ZERO,
+                    NodeKind::Switch { .. } => cfg.switch_latency,
+                    NodeKind::GpuHub => dl.gpu_hub,
+                    NodeKind::NvSwitch => dl.nvswitch,
+                    NodeKind::PcieSwitch => dl.pcie_switch,
+                    NodeKind::RootComplex => dl.root_complex,
+                    NodeKind::Nic => dl.nic,
                 };
                 ports.push(Port::new(
                     ni as u32,
@@ -297,10 +350,23 @@ impl Fabric {
             records.push(FlowRecord::new(i as u32, f));
         }
 
+        let spray: Vec<bool> = topo
+            .graph
+            .node_indices()
+            .map(|n| matches!(topo.graph[n].kind, NodeKind::GpuHub | NodeKind::NvSwitch))
+            .collect();
         let ib = cfg.ib.clone().map(|ib_cfg| {
             let peer_is_host: Vec<bool> = ports.iter().map(|p: &Port| is_host[p.peer_node as usize]).collect();
             let own_is_host: Vec<bool> = ports.iter().map(|p: &Port| is_host[p.node as usize]).collect();
-            Box::new(IbState::new(ib_cfg, &peer_is_host, &own_is_host, n_hosts))
+            let voq_port: Vec<bool> = ports.iter().map(|p: &Port| spray[p.node as usize]).collect();
+            Box::new(IbState::new(
+                ib_cfg,
+                &peer_is_host,
+                &own_is_host,
+                voq_port,
+                &internal_port,
+                n_hosts,
+            ))
         });
         let dmodk_div = dmodk_divisors(topo);
 
@@ -324,6 +390,10 @@ impl Fabric {
             flow_state,
             records,
             next_flow: 0,
+            n_timed,
+            deps: dep_state,
+            input_to_flow,
+            spray,
             pkt_latency: LatencyHistogram::new(),
             fct: LatencyHistogram::new(),
             totals: RunTotals::default(),
@@ -357,8 +427,8 @@ impl Fabric {
     /// A scheduler sized for this fabric with the first flow arrival scheduled.
     pub fn scheduler<Q: EventQueue<Ev> + Default>(&self) -> Scheduler<Ev, Q> {
         let mut s = Scheduler::new(self.n_origins());
-        if let Some(f) = self.flows.first() {
-            s.schedule(f.start, self.workload_origin(), Ev::FlowArrival);
+        if self.n_timed > 0 {
+            s.schedule(self.flows[0].start, self.workload_origin(), Ev::FlowArrival);
         }
         s
     }
@@ -391,6 +461,10 @@ impl Fabric {
     }
     pub fn flow_records(&self) -> &[FlowRecord] {
         &self.records
+    }
+    /// The engine flow id of the flow given at input index `i` (see [`Fabric::with_deps`]).
+    pub fn flow_of_input(&self, i: usize) -> u32 {
+        self.input_to_flow[i]
     }
     pub fn packet_latency(&self) -> &LatencyHistogram {
         &self.pkt_latency
@@ -558,7 +632,7 @@ impl Fabric {
         let node = port.peer_node;
         let in_port = port.peer_port;
         if self.is_host[node as usize] {
-            self.deliver(now, id);
+            self.deliver(s, id);
             return;
         }
         let pkt = self.packets.get_mut(id);
@@ -578,7 +652,12 @@ impl Fabric {
         if hops.len() == 1 {
             return base + hops[0] as u32;
         }
-        let pick = match self.cfg.route_pick {
+        let how = if self.spray[node as usize] {
+            RoutePick::Adaptive
+        } else {
+            self.cfg.route_pick
+        };
+        let pick = match how {
             RoutePick::Ecmp => ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]),
             RoutePick::DModK => ((dst as u64 / self.dmodk_div[node as usize]) % hops.len() as u64) as usize,
             RoutePick::Adaptive => {
@@ -595,7 +674,7 @@ impl Fabric {
     /// [`Fabric::route`] on an InfiniBand fabric, where adaptive routing also weighs the
     /// credits outstanding on virtual lane `vl`.
     fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8) -> u32 {
-        if self.cfg.route_pick != RoutePick::Adaptive {
+        if self.cfg.route_pick != RoutePick::Adaptive && !self.spray[node as usize] {
             return self.route(node, dst, flow_hash);
         }
         let hops = self.routes.next_hops(node, dst);
@@ -609,20 +688,15 @@ impl Fabric {
             .map(|k| (start + k) % hops.len())
             .min_by_key(|&j| {
                 let p = base + hops[j] as u32;
-                let peer_host = self.is_host[self.ports[p as usize].peer_node as usize];
-                let init = if peer_host {
-                    ib.cfg.hca_vl_buffer_blocks
-                } else {
-                    ib.cfg.vl_buffer_blocks
-                } as u64;
-                ib.adaptive_load(p, vl, init)
+                ib.adaptive_load(p, vl)
             })
             .unwrap_or(start);
         base + hops[pick] as u32
     }
 
     /// A packet reaches its destination host.
-    fn deliver(&mut self, now: SimTime, id: u32) {
+    fn deliver<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, id: u32) {
+        let now = s.now();
         let pkt = *self.packets.get(id);
         self.packets.free(id);
         self.pkt_latency.record(now.since(pkt.sent_at));
@@ -639,36 +713,74 @@ impl Fabric {
             rec.finish = Some(now);
             self.totals.flows_completed += 1;
             self.fct.record(now.since(rec.start));
+            self.release_dependents(s, pkt.flow);
         }
+    }
+
+    /// Flow `f` is complete: its dependents whose last dependency it was start after their gap.
+    #[inline]
+    fn release_dependents<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+        if self.deps.is_empty() {
+            return;
+        }
+        let now = s.now();
+        let o = self.workload_origin();
+        let d = &mut self.deps;
+        for k in d.off[f as usize]..d.off[f as usize + 1] {
+            let j = d.dependents[k as usize] as usize;
+            d.pending[j] -= 1;
+            if d.pending[j] == 0 {
+                s.schedule(now + d.gap[j], o, Ev::FlowStart(j as u32));
+            }
+        }
+    }
+
+    /// Starts flow `i` now: registers it with its source NIC (or completes it at once if it
+    /// carries no bytes).
+    fn start_flow<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, i: u32) {
+        let now = s.now();
+        let f = &self.flows[i as usize];
+        let (src, size) = (f.src, f.size.get());
+        self.totals.flows_started += 1;
+        if size == 0 {
+            self.records[i as usize].finish = Some(now);
+            self.totals.flows_completed += 1;
+            self.fct.record(sim_core::Duration::ZERO);
+            self.release_dependents(s, i);
+            return;
+        }
+        if self.ib.is_some() {
+            self.ib_flow_started(i);
+            self.ib_nic_send(s, src);
+        } else if self.roce.is_some() {
+            self.roce_flow_started(s, i);
+        } else {
+            self.nics[src as usize].active.push_back(i);
+            self.nic_send(s, src);
+        }
+    }
+
+    /// A dependent flow starts (its dependencies are delivered and its gap has passed).
+    fn on_flow_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, i: u32) {
+        let now = s.now();
+        self.records[i as usize].start = now;
+        self.flow_state[i as usize].next_send_at = now;
+        self.start_flow(s, i);
     }
 
     /// Starts every flow whose start time is now and schedules the next arrival.
     fn on_flow_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
         let now = s.now();
-        while let Some(f) = self.flows.get(self.next_flow) {
+        while self.next_flow < self.n_timed {
+            let f = &self.flows[self.next_flow];
             if f.start > now {
                 let o = self.workload_origin();
                 s.schedule(f.start, o, Ev::FlowArrival);
                 break;
             }
-            let (i, src) = (self.next_flow as u32, f.src);
+            let i = self.next_flow as u32;
             self.next_flow += 1;
-            self.totals.flows_started += 1;
-            if f.size.get() == 0 {
-                self.records[i as usize].finish = Some(now);
-                self.totals.flows_completed += 1;
-                self.fct.record(sim_core::Duration::ZERO);
-                continue;
-            }
-            if self.ib.is_some() {
-                self.ib_flow_started(i);
-                self.ib_nic_send(s, src);
-            } else if self.roce.is_some() {
-                self.roce_flow_started(s, i);
-            } else {
-                self.nics[src as usize].active.push_back(i);
-                self.nic_send(s, src);
-            }
+            self.start_flow(s, i);
         }
     }
 
@@ -771,6 +883,7 @@ impl Model for Fabric {
                 }
             }
             Ev::FlowTimer(f) => self.roce_on_flow_timer(s, f),
+            Ev::FlowStart(f) => self.on_flow_start(s, f),
         }
     }
 

@@ -1226,7 +1226,7 @@ impl Fabric {
         if !gbn || pkt.aux == exp {
             r.rcv_expected[f as usize] += pkt.payload_bytes as u64;
             r.nack_sent[f as usize] = false;
-            self.deliver(now, id);
+            self.deliver(s, id);
             if acks {
                 reply = Some(PacketKind::Ack);
             }

@@ -90,6 +90,16 @@ pub struct IbConfig {
     pub hoq_life_leaf: u8,
     /// IB congestion control; `None` = off (the default, as in opensm).
     pub cc: Option<IbCcConfig>,
+    /// Bytes per credit, a power of two: 64 for InfiniBand (IBA vol. 1 §7.9.4), 16 for
+    /// NVLink flits and PCIe data credits (the same credit engine runs all three). Buffer
+    /// sizes (`vl_buffer_blocks`, `hca_vl_buffer_blocks`) count these units.
+    pub credit_unit_bytes: u32,
+    /// Wire bytes of one flow-control (credit return) packet: 6 for InfiniBand; 0 where
+    /// credits ride in the headers of reverse traffic (NVLink); 8 for a PCIe UpdateFC DLLP.
+    pub fc_packet_bytes: u32,
+    /// Most credits one VL of a link may have outstanding: 2048 for InfiniBand (modulo-4096
+    /// counters, [`link::MAX_CREDIT_WINDOW_BLOCKS`]); other link layers set their own.
+    pub max_credit_window: u64,
 }
 
 impl IbConfig {
@@ -111,7 +121,17 @@ impl IbConfig {
             hoq_life_switch: DEFAULT_HOQ_LIFE_SWITCH,
             hoq_life_leaf: DEFAULT_HOQ_LIFE_LEAF,
             cc: None,
+            credit_unit_bytes: link::CREDIT_BLOCK_BYTES,
+            fc_packet_bytes: link::FLOW_CONTROL_PACKET_BYTES,
+            max_credit_window: link::MAX_CREDIT_WINDOW_BLOCKS,
         }
+    }
+
+    /// Credits a packet of `wire_bytes` consumes (rounded up to whole credit units). The unit
+    /// is a power of two, so this is a shift (the hot path uses it on every hop).
+    #[inline]
+    pub fn credits(&self, wire_bytes: u32) -> u32 {
+        (wire_bytes + self.credit_unit_bytes - 1) >> self.credit_unit_bytes.trailing_zeros()
     }
 
     /// Checks ranges; the engine refuses an invalid configuration.
@@ -125,7 +145,19 @@ impl IbConfig {
                 self.n_vls
             ));
         }
-        let need = link::blocks(max_wire_bytes);
+        if !self.credit_unit_bytes.is_power_of_two() || self.credit_unit_bytes > 4096 {
+            return Err(format!(
+                "credit unit {} B is not a power of two in 1..=4096",
+                self.credit_unit_bytes
+            ));
+        }
+        if self.fc_packet_bytes > 64 {
+            return Err(format!(
+                "flow-control packet of {} B exceeds 64 B",
+                self.fc_packet_bytes
+            ));
+        }
+        let need = self.credits(max_wire_bytes);
         for (what, b) in [
             ("vl_buffer", self.vl_buffer_blocks),
             ("hca_vl_buffer", self.hca_vl_buffer_blocks),

@@ -26,10 +26,29 @@ pub const MAX_PAYLOAD_BYTES: u64 = FLIT_BYTES * MAX_DATA_FLITS;
 /// Default one-way latency of one NVLink (SerDes + FEC + wire). Assumption: models.md §3.2
 /// found no primary figure and suggests "~100s ns SerDes/FEC per link".
 pub const DEFAULT_LINK_DELAY: Duration = Duration::from_ns(100);
-/// Default receive buffer per link and direction, in flits (16 KiB). Assumption (no public
-/// figure): covers the credit round trip of a 50 GB/s NVLink5 link up to 327 ns and of a
-/// 25 GB/s link up to 655 ns (see [`credits_for_line_rate`]).
-pub const DEFAULT_CREDITS_FLITS: u32 = 1024;
+/// Default receive buffer per link and direction, in flits (32 KiB). Assumption (no public
+/// figure): covers the credit round trip of a 50 GB/s NVLink5 link up to 655 ns and of a
+/// 25 GB/s link up to 1.3 us (see [`credits_for_line_rate`]); the loop through an NVSwitch
+/// (link, 200 ns traversal, serialization, link back) is about 420 ns.
+pub const DEFAULT_CREDITS_FLITS: u32 = 2048;
+
+/// The NVLink link layer for the packet engine's credit path (`engine/ib.rs`): one virtual
+/// channel, `credits_flits` 16-byte flits of input buffer per port (GPU hubs, NVSwitch ports
+/// and GPUs alike), credits returned over the reverse link in the header of reverse traffic
+/// (0 wire bytes: NVLink piggybacks credit returns, so they cost no bandwidth, only the link
+/// latency), no head-of-queue timeout.
+pub fn credit_layer(credits_flits: u32) -> crate::ib::IbConfig {
+    crate::ib::IbConfig {
+        vl_buffer_blocks: credits_flits,
+        hca_vl_buffer_blocks: credits_flits,
+        hoq_life_switch: 20,
+        hoq_life_leaf: 20,
+        credit_unit_bytes: FLIT_BYTES as u32,
+        fc_packet_bytes: 0,
+        max_credit_window: 1 << 16,
+        ..crate::ib::IbConfig::with_vls(1)
+    }
+}
 
 /// An NVLink generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -337,9 +356,9 @@ mod tests {
             469
         );
         let c = CreditConfig::default();
-        assert_eq!(c.buffer_bytes(), 16 * 1024);
-        assert!(c.sustains_line_rate(BitsPerSec::from_gbps(400), Duration::from_ns(327)));
-        assert!(!c.sustains_line_rate(BitsPerSec::from_gbps(400), Duration::from_ns(400)));
+        assert_eq!(c.buffer_bytes(), 32 * 1024);
+        assert!(c.sustains_line_rate(BitsPerSec::from_gbps(400), Duration::from_ns(655)));
+        assert!(!c.sustains_line_rate(BitsPerSec::from_gbps(400), Duration::from_ns(700)));
     }
 
     #[test]

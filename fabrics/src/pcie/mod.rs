@@ -20,6 +20,31 @@ use crate::topology::{LinkInfo, LinkKind};
 /// Default one-way latency of a PCIe link including PHY/data-link processing. Assumption (no
 /// figure in models.md): a few hundred ns per hop is the usual order; 150 ns here.
 pub const DEFAULT_LINK_DELAY: Duration = Duration::from_ns(150);
+/// Default receive buffer for posted data per port in 16-byte data credits (64 KiB). An
+/// assumption: PCIe's 12-bit data-credit field allows 2048 outstanding credits (32 KiB), which
+/// does not cover a Gen5 x16 credit loop through a switch (~460 ns x 63 GB/s = 29 KB plus
+/// slack); Scaled Flow Control (PCIe 6.0, scale 4) lifts the limit, assumed here for all
+/// generations so that credits never throttle an idle link.
+pub const DEFAULT_DATA_CREDITS: u32 = 4096;
+/// Bytes per PCIe data credit (4 DW).
+pub const DATA_CREDIT_BYTES: u32 = 16;
+
+/// The PCIe link layer for the packet engine's credit path (`engine/ib.rs`): posted-write
+/// data credits of 16 bytes, `data_credits` per port, one UpdateFC DLLP (8 B) on the reverse
+/// link per freed TLP (Acks are assumed merged into it), no head-of-queue timeout.
+pub fn credit_layer(data_credits: u32) -> crate::ib::IbConfig {
+    crate::ib::IbConfig {
+        vl_buffer_blocks: data_credits,
+        hca_vl_buffer_blocks: data_credits,
+        hoq_life_switch: 20,
+        hoq_life_leaf: 20,
+        credit_unit_bytes: DATA_CREDIT_BYTES,
+        fc_packet_bytes: DLLP_BYTES,
+        max_credit_window: 1 << 16,
+        ..crate::ib::IbConfig::with_vls(1)
+    }
+}
+
 /// Default max payload size (models.md §3.3 uses 256 B for its efficiency example).
 pub const DEFAULT_MPS_BYTES: u32 = 256;
 /// Bytes of one DLLP on the wire (2 DW, models.md §3.3).

@@ -90,6 +90,45 @@ pub(crate) fn add_switched_domain(
     Ok(switches)
 }
 
+/// Adds the endpoint that stands for in-switch reduction (NVLink SHARP, NCCL's NVLS) in a
+/// topology with NVSwitch chips, and returns its host index (the last host).
+///
+/// The approximation: the NVSwitch domain's reduction/multicast engine is a host `nvls`
+/// behind a hub `nvls.hub` (spraying like a GPU hub) that is joined to every chip by one
+/// [`LinkKind::Internal`] link, delay 0, with the rate of all NVLinks on that chip: it is never
+/// the bottleneck, so a rank's traffic to and from "the switch" is limited by the rank's own
+/// NVLinks, which it stripes over all chips, and pays one chip traversal each way (as the
+/// multimem loads and stores do). Reduction arithmetic and multicast replication take no time.
+/// Refuses a topology without NVSwitch chips.
+pub fn add_nvls_endpoint(topo: &mut Topology) -> Result<u32, TopologyError> {
+    let chips: Vec<NodeIndex> = topo
+        .graph
+        .node_indices()
+        .filter(|&n| topo.graph[n].kind == NodeKind::NvSwitch)
+        .collect();
+    if chips.is_empty() {
+        return Err(TopologyError::Invalid {
+            reason: "NVLS (in-switch reduction) needs NVSwitch chips; this topology has none".into(),
+        });
+    }
+    let chip_rate = |c: NodeIndex| -> u64 {
+        topo.graph
+            .edges(c)
+            .map(|e| *petgraph::visit::EdgeRef::weight(&e))
+            .filter(|l| l.kind == LinkKind::NvLink)
+            .map(|l| l.rate.get())
+            .sum()
+    };
+    let rates: Vec<u64> = chips.iter().map(|&c| chip_rate(c)).collect();
+    let host = topo.add_host("nvls", None);
+    let hub = add_node(topo, NodeKind::GpuHub, "nvls.hub".into());
+    topo.add_link(host, hub, internal(BitsPerSec(rates.iter().sum())));
+    for (&c, &r) in chips.iter().zip(&rates) {
+        topo.add_link(hub, c, internal(BitsPerSec(r.max(1))));
+    }
+    Ok(topo.n_hosts() as u32 - 1)
+}
+
 fn check_gpus(n_gpus: u32, max: u32) -> Result<(), TopologyError> {
     if !(2..=max).contains(&n_gpus) {
         return Err(TopologyError::Invalid {
