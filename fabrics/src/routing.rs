@@ -694,9 +694,62 @@ mod tests {
         }
     }
 
-    /// A ring of switches, one host each: shortest paths form a cyclic channel dependency;
-    /// up*/down* paths reach every host, never go up after going down, and their channel
-    /// dependency graph is acyclic.
+    /// Channel dependencies of the routes between every pair of hosts, following the first
+    /// next hop: channel = directed link (from node, to node), dependency = consecutive
+    /// channels of a path.
+    fn channel_deps(t: &Topology, r: &Routes) -> BTreeMap<(u32, u32), Vec<(u32, u32)>> {
+        let ports: Vec<Vec<(u32, u32)>> = (0..t.n_nodes())
+            .map(|v| {
+                t.ports(NodeIndex::new(v))
+                    .iter()
+                    .map(|&(_, w)| (v as u32, w.index() as u32))
+                    .collect()
+            })
+            .collect();
+        let n = t.n_hosts() as u32;
+        let mut deps: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
+        for src in 0..n {
+            for dst in (0..n).filter(|&d| d != src) {
+                let mut node = t.hosts[src as usize].index() as u32;
+                let mut prev = None;
+                let mut hops = 0;
+                while node != t.hosts[dst as usize].index() as u32 {
+                    let next = r.next_hops(node, dst);
+                    assert!(!next.is_empty(), "{src} -> {dst} unroutable at node {node}");
+                    let ch = ports[node as usize][next[0] as usize];
+                    if let Some(p) = prev {
+                        deps.entry(p).or_default().push(ch);
+                    }
+                    prev = Some(ch);
+                    node = ch.1;
+                    hops += 1;
+                    assert!(hops <= t.n_nodes(), "routing loop {src} -> {dst}");
+                }
+            }
+        }
+        deps
+    }
+
+    /// Whether a dependency graph has no cycle (repeatedly remove channels without successors).
+    fn acyclic(mut left: BTreeMap<(u32, u32), Vec<(u32, u32)>>) -> bool {
+        loop {
+            let sinks: Vec<_> = left
+                .iter()
+                .filter(|(_, outs)| outs.iter().all(|o| !left.contains_key(o)))
+                .map(|(k, _)| *k)
+                .collect();
+            if sinks.is_empty() {
+                return left.is_empty();
+            }
+            for k in sinks {
+                left.remove(&k);
+            }
+        }
+    }
+
+    /// A ring of switches, one host each: up*/down* paths reach every host and their channel
+    /// dependency graph is acyclic; shortest paths on rings of 5 or more form a cycle (so the
+    /// check can fail).
     #[test]
     fn updown_breaks_the_cycle_of_a_ring() {
         for n_sw in [4usize, 5, 6] {
@@ -709,93 +762,13 @@ mod tests {
             for i in 0..n_sw {
                 t.add_link(sw[i], sw[(i + 1) % n_sw], link(100));
             }
-            let r = Routes::try_updown(&t).unwrap();
-            let ports: Vec<Vec<(u32, u32)>> = (0..t.n_nodes())
-                .map(|v| {
-                    t.ports(NodeIndex::new(v))
-                        .iter()
-                        .map(|&(_, w)| (v as u32, w.index() as u32))
-                        .collect()
-                })
-                .collect();
-            // Channel = directed link (from, to); dependency = consecutive channels of a path.
-            let mut deps: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
-            for src in 0..n_sw as u32 {
-                for dst in 0..n_sw as u32 {
-                    if src == dst {
-                        continue;
-                    }
-                    let mut node = t.hosts[src as usize].index() as u32;
-                    let mut path = Vec::new();
-                    while node != t.hosts[dst as usize].index() as u32 {
-                        let hops = r.next_hops(node, dst);
-                        assert!(
-                            !hops.is_empty(),
-                            "ring {n_sw}: {src} -> {dst} unroutable at node {node}"
-                        );
-                        // All choices are legal; follow the first.
-                        let ch = ports[node as usize][hops[0] as usize];
-                        path.push(ch);
-                        node = ch.1;
-                        assert!(path.len() <= 2 * n_sw + 2, "loop");
-                    }
-                    for w in path.windows(2) {
-                        deps.entry(w[0]).or_default().push(w[1]);
-                    }
-                }
-            }
-            // Acyclic: repeatedly remove channels with no outgoing dependency.
-            let mut left: BTreeMap<(u32, u32), Vec<(u32, u32)>> = deps.clone();
-            loop {
-                let sinks: Vec<_> = left
-                    .iter()
-                    .filter(|(_, outs)| outs.iter().all(|o| !left.contains_key(o)))
-                    .map(|(k, _)| *k)
-                    .collect();
-                if sinks.is_empty() {
-                    break;
-                }
-                for k in sinks {
-                    left.remove(&k);
-                }
-            }
-            assert!(left.is_empty(), "ring {n_sw}: cyclic channel dependency among {left:?}");
-            // Shortest paths on the same ring do have a cycle (so the test can fail).
+            let updown = Routes::try_updown(&t).unwrap();
+            assert!(acyclic(channel_deps(&t, &updown)), "ring {n_sw}: up*/down* has a cycle");
             if n_sw >= 5 {
-                let e = Routes::ecmp(&t);
-                let mut deps: BTreeMap<(u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
-                for src in 0..n_sw as u32 {
-                    for dst in 0..n_sw as u32 {
-                        if src == dst {
-                            continue;
-                        }
-                        let mut node = t.hosts[src as usize].index() as u32;
-                        let mut prev = None;
-                        while node != t.hosts[dst as usize].index() as u32 {
-                            let ch = ports[node as usize][e.next_hops(node, dst)[0] as usize];
-                            if let Some(p) = prev {
-                                deps.entry(p).or_default().push(ch);
-                            }
-                            prev = Some(ch);
-                            node = ch.1;
-                        }
-                    }
-                }
-                let mut left = deps;
-                loop {
-                    let sinks: Vec<_> = left
-                        .iter()
-                        .filter(|(_, outs)| outs.iter().all(|o| !left.contains_key(o)))
-                        .map(|(k, _)| *k)
-                        .collect();
-                    if sinks.is_empty() {
-                        break;
-                    }
-                    for k in sinks {
-                        left.remove(&k);
-                    }
-                }
-                assert!(!left.is_empty(), "ring {n_sw}: shortest paths should form a cycle");
+                assert!(
+                    !acyclic(channel_deps(&t, &Routes::ecmp(&t))),
+                    "ring {n_sw}: shortest paths should cycle"
+                );
             }
         }
     }

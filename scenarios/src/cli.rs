@@ -216,19 +216,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             from_results,
             quiet,
         } => {
-            let opts = regression::Options {
-                baseline_dir: baseline,
-                from_results,
-                results_dir: results,
-                progress: !quiet,
-            };
-            if opts.from_results.is_some() && scenarios.len() != 1 {
-                let _ = writeln!(
-                    err,
-                    "error: --from-results compares one results directory: give exactly one scenario"
-                );
+            let Some(opts) =
+                regression_options(baseline, from_results, results, quiet, scenarios.len(), "compares", err)
+            else {
                 return 2;
-            }
+            };
             check(&scenarios, &opts, junit.as_deref(), out, err, &check_fail)
         }
         Cmd::Bless {
@@ -238,19 +230,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             from_results,
             quiet,
         } => {
-            let opts = regression::Options {
-                baseline_dir: baseline,
-                from_results,
-                results_dir: results,
-                progress: !quiet,
-            };
-            if opts.from_results.is_some() && scenarios.len() != 1 {
-                let _ = writeln!(
-                    err,
-                    "error: --from-results blesses one results directory: give exactly one scenario"
-                );
+            let Some(opts) =
+                regression_options(baseline, from_results, results, quiet, scenarios.len(), "blesses", err)
+            else {
                 return 2;
-            }
+            };
             let mut code = 0;
             for sc in &scenarios {
                 match regression::bless_one(sc, &opts) {
@@ -283,6 +267,32 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
 /// `fabricsim check`: checks every scenario (an error in one does not stop the others), prints
 /// a block per scenario and a closing line, writes JUnit XML if asked; returns the exit status:
 /// 2 if any input was bad, else 1 if any metric regressed or a run failed, else 0.
+/// The options shared by `check` and `bless`; `None` (after printing why) when
+/// `--from-results` is given with other than exactly one scenario.
+fn regression_options(
+    baseline: Option<PathBuf>,
+    from_results: Option<PathBuf>,
+    results: Option<PathBuf>,
+    quiet: bool,
+    n_scenarios: usize,
+    verb: &str,
+    err: &mut dyn Write,
+) -> Option<regression::Options> {
+    if from_results.is_some() && n_scenarios != 1 {
+        let _ = writeln!(
+            err,
+            "error: --from-results {verb} one results directory: give exactly one scenario"
+        );
+        return None;
+    }
+    Some(regression::Options {
+        baseline_dir: baseline,
+        from_results,
+        results_dir: results,
+        progress: !quiet,
+    })
+}
+
 fn check(
     scenarios: &[PathBuf],
     opts: &regression::Options,
