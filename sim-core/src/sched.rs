@@ -102,6 +102,7 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
     }
 
     /// Removes the next event only if its time is at or before `limit`.
+    #[inline]
     pub fn pop_until(&mut self, limit: SimTime) -> Option<E> {
         let e = self.queue.pop()?;
         if e.key.time > limit {

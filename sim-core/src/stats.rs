@@ -121,6 +121,7 @@ impl TimeWeightedGauge {
         Self::default()
     }
 
+    #[inline]
     fn accumulate(&mut self, now: SimTime) {
         let dt = now.since(self.since).ps();
         self.area += self.value as u128 * dt as u128;

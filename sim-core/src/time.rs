@@ -30,10 +30,11 @@ impl SimTime {
     }
 
     /// Time elapsed since `earlier`; panics if `earlier` is later (a model bug).
+    #[inline]
     pub fn since(self, earlier: SimTime) -> Duration {
         match self.0.checked_sub(earlier.0) {
             Some(d) => Duration(d),
-            None => panic!("SimTime::since: {earlier} is later than {self}"),
+            None => since_backwards(self, earlier),
         }
     }
 
@@ -69,15 +70,30 @@ impl Duration {
 
 impl Add<Duration> for SimTime {
     type Output = SimTime;
+    #[inline]
     fn add(self, d: Duration) -> SimTime {
         match self.0.checked_add(d.0) {
             Some(t) => SimTime(t),
-            None => panic!("SimTime overflow: {self} + {d}"),
+            None => time_overflow(self, d),
         }
     }
 }
 
+// The panics live out of line so that the inlined arithmetic stays a compare and a branch.
+#[cold]
+#[inline(never)]
+fn time_overflow(t: SimTime, d: Duration) -> ! {
+    panic!("SimTime overflow: {t} + {d}")
+}
+
+#[cold]
+#[inline(never)]
+fn since_backwards(now: SimTime, earlier: SimTime) -> ! {
+    panic!("SimTime::since: {earlier} is later than {now}")
+}
+
 impl AddAssign<Duration> for SimTime {
+    #[inline]
     fn add_assign(&mut self, d: Duration) {
         *self = *self + d;
     }
@@ -85,6 +101,7 @@ impl AddAssign<Duration> for SimTime {
 
 impl Add for Duration {
     type Output = Duration;
+    #[inline]
     fn add(self, d: Duration) -> Duration {
         Duration(self.0 + d.0)
     }
@@ -92,6 +109,7 @@ impl Add for Duration {
 
 impl Sub for Duration {
     type Output = Duration;
+    #[inline]
     fn sub(self, d: Duration) -> Duration {
         Duration(self.0 - d.0)
     }
@@ -138,6 +156,7 @@ impl Bytes {
 
 impl Add for Bytes {
     type Output = Bytes;
+    #[inline]
     fn add(self, b: Bytes) -> Bytes {
         Bytes(self.0 + b.0)
     }
