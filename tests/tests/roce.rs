@@ -253,10 +253,16 @@ fn parking_lot_with_dcqcn_moves_toward_one_quarter() {
 
 /// DCQCN convergence (models.md §5.4): N = 2, 4, 8 long flows into one 40G bottleneck
 /// (paper parameters and marking: Kmin 5 KB, Kmax 200 KB, Pmax 1%), buffer large enough
-/// that XOFF sits far above Kmax. Over 50..650 ms: every flow within 5% of C/N (C = the
-/// delivered total) for N = 2 and 4, within 8% for N = 8 (measured 6.7%: with 1% Pmax and
-/// a 50 µs CNP interval a flow sees few CNPs and the shares mix slowly; short of the issue's
-/// 5%), the bottleneck queue's mean between Kmin and Kmax, no PAUSE frame.
+/// that XOFF sits far above Kmax. Over 50..2050 ms: every flow within 5% of C/N (C = the
+/// delivered total), the bottleneck queue's mean between Kmin and Kmax, no PAUSE frame.
+///
+/// The window is long on purpose: with Pmax 1% and a 50 µs CNP interval a flow at 5 Gb/s
+/// (N = 8) sees a CNP only every ~330 µs, so its rate wanders: in 50-ms windows the flows
+/// deviate from C/N by ~8% (one standard deviation), nearly independently from window to
+/// window, with no flow favoured (the worst flow changes with the seed). The old 600-ms
+/// window left the worst of 8 flows at 2.6..6.7% over seeds 1..5; 2 s gives 1.5..2.6%.
+/// Measured (seed 1): worst deviation 0.72% (N=2), 1.59% (N=4), 2.41% (N=8); queue mean
+/// 83 / 156 / 190 kB; no PAUSE.
 #[test]
 fn dcqcn_converges_to_fair_share_without_pauses() {
     for n in [2u32, 4, 8] {
@@ -270,7 +276,7 @@ fn dcqcn_converges_to_fair_share_without_pauses() {
         });
         let ms = |x: u64| SimTime::ZERO + Duration::from_ms(x);
         // The switch is node 0; its port to h0 (node 1) is its first port.
-        let (f, rates, q, pauses) = windowed(&t, c, flows, ms(50), ms(650), |f| f.port_base()[0]);
+        let (f, rates, q, pauses) = windowed(&t, c, flows, ms(50), ms(2050), |f| f.port_base()[0]);
         let total: f64 = rates.iter().sum();
         let fair = total / n as f64;
         let worst = rates.iter().map(|r| (r - fair).abs() / fair).fold(0.0, f64::max);
@@ -281,8 +287,7 @@ fn dcqcn_converges_to_fair_share_without_pauses() {
             f.roce().unwrap().totals.cnps_sent
         );
         assert!(total > 0.9 * 40e9 * MTU as f64 / WIRE as f64, "N={n}: link underused");
-        let tol = if n == 8 { 0.08 } else { 0.05 };
-        assert!(worst < tol, "N={n}: rates {rates:?}");
+        assert!(worst < 0.05, "N={n}: rates {rates:?}");
         assert!((5_000.0..=200_000.0).contains(&q), "N={n}: queue mean {q}");
         assert_eq!(pauses, 0, "N={n}: PFC paused in steady state");
     }

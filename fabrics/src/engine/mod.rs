@@ -463,6 +463,11 @@ impl Fabric {
         &self.records
     }
     /// The engine flow id of the flow given at input index `i` (see [`Fabric::with_deps`]).
+    /// The sending rate congestion control allows flow `f` now (line rate or the fixed
+    /// sender rate without congestion control).
+    pub fn flow_rate(&self, f: u32) -> sim_core::BitsPerSec {
+        crate::models::CongestionControl::rate(&self.flow_state[f as usize].cc)
+    }
     pub fn flow_of_input(&self, i: usize) -> u32 {
         self.input_to_flow[i]
     }
