@@ -14,7 +14,7 @@ use fabrics::collectives::{Algorithm, CollectiveKind, CollectiveSpec, DagLimits}
 use fabrics::engine::FlowDeps;
 use fabrics::engine::{
     DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig,
-    MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick,
+    GbnWindow, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick,
 };
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
@@ -672,6 +672,39 @@ impl Loaded {
         }
         if let Some(d) = spec.deadlock_detection {
             c.deadlock_detection = d;
+        }
+        if let Some(w) = &spec.go_back_n_window {
+            c.gbn_window = match w.trim() {
+                "bdp" => GbnWindow::Bdp,
+                "unlimited" => GbnWindow::Unlimited,
+                other => match other.parse::<crate::units::SizeSpec>() {
+                    Ok(b) if b.get().get() > 0 => GbnWindow::Bytes(b.get().get()),
+                    _ => {
+                        return Err(self.err(
+                            &at("go_back_n_window"),
+                            format!("expected \"bdp\", \"unlimited\" or a size > 0 such as \"64KiB\", got {other:?}"),
+                        ));
+                    }
+                },
+            };
+        }
+        if let Some(t) = spec.rate_sample {
+            if t.get() == Duration::ZERO {
+                return Err(self.err(&at("rate_sample"), "expected a period > 0"));
+            }
+            c.rate_sample = Some(t.get());
+        }
+        if let Some(n) = spec.rate_sample_max_rows {
+            if n == 0 || n > 100_000_000 {
+                return Err(self.err(&at("rate_sample_max_rows"), format!("expected 1..=100000000, got {n}")));
+            }
+            c.rate_sample_max_rows = n;
+        }
+        if let Some(t) = spec.pfc_watchdog {
+            if t.get() == Duration::ZERO {
+                return Err(self.err(&at("pfc_watchdog"), "expected a window > 0"));
+            }
+            c.pfc_watchdog = Some(t.get());
         }
         let rate = self.min_host_rate()?;
         if let Some(e) = &spec.ecn {

@@ -32,6 +32,9 @@ pub struct Summary {
     /// InfiniBand: the congestion tree, longest credit stalls first (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub congestion_tree: Vec<crate::ib_report::TreeEdge>,
+    /// RoCEv2: the pause tree, breadth-first from its roots (absent when nothing paused).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pause_tree: Vec<crate::roce_report::TreeEdge>,
     /// Collective workloads (`collective_report.rs`); absent when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Vec<crate::collective_report::CollectiveRow>>,
@@ -184,6 +187,10 @@ pub fn fabric_counters(fabric: &Fabric, end: SimTime) -> BTreeMap<String, u64> {
         .ib()
         .map(|ib| crate::ib_report::counters(ib, fabric, end))
         .unwrap_or_default();
+    let roce = fabric
+        .roce()
+        .map(|r| crate::roce_report::counters(r, fabric, end))
+        .unwrap_or_default();
     [
         ("link_hops", t.link_hops),
         ("packets_injected", t.packets_injected),
@@ -197,6 +204,7 @@ pub fn fabric_counters(fabric: &Fabric, end: SimTime) -> BTreeMap<String, u64> {
     ]
     .into_iter()
     .chain(ib)
+    .chain(roce)
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
@@ -407,6 +415,10 @@ pub fn summarize(
             .ib()
             .map(|ib| crate::ib_report::congestion_tree(ib, fabric, topo, n_hotspots))
             .unwrap_or_default(),
+        pause_tree: fabric
+            .roce()
+            .map(|r| crate::roce_report::pause_tree(r, fabric, topo, end, n_hotspots))
+            .unwrap_or_default(),
         collectives: None,
     }
 }
@@ -466,6 +478,9 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
     if fabric.ib().is_some() {
         s.push_str(crate::ib_report::PORT_COLUMNS);
     }
+    if fabric.roce().is_some() {
+        s.push_str(crate::roce_report::PORT_COLUMNS);
+    }
     s.push('\n');
     for r in port_rows(fabric, topo, end) {
         let st = &r.port.stats;
@@ -487,6 +502,9 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
         );
         if let Some(ib) = fabric.ib() {
             s.push_str(&crate::ib_report::port_cells(ib, r.id, end));
+        }
+        if let Some(roce) = fabric.roce() {
+            s.push_str(&crate::roce_report::port_cells(roce, r.id, end));
         }
         s.push('\n');
     }
@@ -622,6 +640,20 @@ pub fn terminal_table(s: &Summary) -> String {
                 e.stalled,
                 e.waits_for,
                 e.stall_ns / 1e3
+            );
+        }
+    }
+    if !s.pause_tree.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "pause tree (PFC: port -> the port that paused it)");
+        for e in &s.pause_tree {
+            let _ = writeln!(
+                o,
+                "  {:<28} paused by {:<28} prio {} {:>12.3}us",
+                e.paused,
+                e.paused_by,
+                e.priority,
+                e.paused_ns / 1e3
             );
         }
     }

@@ -1,9 +1,11 @@
 //! RoCEv2 outputs, written only for `kind = "rocev2"` runs (so other fabrics' results are
-//! unchanged): `roce_ports.csv`, one row per (port, priority) that saw PFC, ECN, queueing or
-//! drops, and `roce.json` with the fabric totals, the pause tree (which port paused which)
-//! and the deadlock, if one was detected.
+//! unchanged): the `roce_*` counters of `summary.json`, the pause tree (`summary.json`
+//! `pause_tree` and the terminal), extra `ports.csv` columns, `roce_ports.csv` (one row per
+//! (port, priority) that saw PFC, ECN, queueing or drops), `roce_rates.csv` (per-flow rate
+//! samples, when sampling is on) and `roce.json` with the fabric totals, the pause tree and
+//! the deadlock, if one was detected.
 
-use fabrics::engine::Fabric;
+use fabrics::engine::{Fabric, RoceState};
 use fabrics::topology::Topology;
 use serde::Serialize;
 use sim_core::SimTime;
@@ -70,6 +72,8 @@ pub fn summary(f: &Fabric, topo: &Topology, end: SimTime) -> Option<RoceSummary>
             "drops_headroom": t.drops_headroom,
             "drops_lossy_threshold": t.drops_lossy_threshold,
             "drops_buffer_full": t.drops_buffer_full,
+            "watchdog_storms": t.watchdog_storms,
+            "drops_watchdog": t.drops_watchdog,
         }),
         pause_tree: r
             .pause_edges(end)
@@ -122,6 +126,131 @@ pub fn ports_csv(f: &Fabric, topo: &Topology, end: SimTime) -> Option<String> {
                 st.drops_buffer_full
             );
         }
+    }
+    Some(s)
+}
+
+/// Whole-run RoCEv2 counters for `summary.json` `counters` (names carry their unit).
+pub fn counters(r: &RoceState, f: &Fabric, end: SimTime) -> Vec<(&'static str, u64)> {
+    let t = &r.totals;
+    let n_ports = f.ports().len() as u32;
+    let pfc_rx: u64 = r.port_stats.iter().flat_map(|st| st.pfc_rx.iter()).sum();
+    let paused_ps: u64 = (0..n_ports).map(|p| r.port_paused_time(p, end).ps()).sum();
+    vec![
+        ("roce_acks_sent", t.acks_sent),
+        ("roce_cnps_received", t.cnps_received),
+        ("roce_cnps_sent", t.cnps_sent),
+        ("roce_control_drops", t.control_drops),
+        ("roce_deadlock_detected", r.deadlock.is_some() as u64),
+        ("roce_drops_buffer_full", t.drops_buffer_full),
+        ("roce_drops_headroom", t.drops_headroom),
+        ("roce_drops_lossy_threshold", t.drops_lossy_threshold),
+        ("roce_drops_watchdog", t.drops_watchdog),
+        ("roce_ecn_marked", t.ecn_marked),
+        ("roce_gbn_timeouts", t.timeouts),
+        ("roce_nacks_sent", t.nacks_sent),
+        ("roce_pause_frames_received", pfc_rx),
+        ("roce_pause_frames_sent", t.pause_frames),
+        ("roce_paused_ps", paused_ps),
+        ("roce_receiver_discards", t.receiver_discards),
+        ("roce_resume_frames_sent", t.resume_frames),
+        ("roce_retransmitted_packets", t.retransmitted),
+        ("roce_watchdog_storms", t.watchdog_storms),
+    ]
+}
+
+/// One edge of the pause tree in `summary.json` (`pause_tree`) and the terminal.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TreeEdge {
+    /// The paused egress port (`node -> peer`).
+    pub paused: String,
+    /// The port of the congested node that sent the PAUSE (`node -> peer`).
+    pub paused_by: String,
+    pub priority: u8,
+    pub paused_ns: f64,
+}
+
+/// The pause tree breadth-first from its roots, longest paused first within a level, at most
+/// `n` edges. A root is a congested node none of whose ports was paused (the congestion
+/// starts at its egress); the next level holds the ports its PAUSEs stopped, then the ports
+/// the nodes of those ports paused, and so on. Edges on a cycle (deadlock) come last.
+pub fn pause_tree(r: &RoceState, f: &Fabric, topo: &Topology, end: SimTime, n: usize) -> Vec<TreeEdge> {
+    let edges = r.pause_edges(end); // longest first
+    let node = |p: u32| f.ports()[p as usize].node;
+    let paused_nodes: std::collections::BTreeSet<u32> = edges.iter().map(|e| node(e.0)).collect();
+    let mut placed = vec![false; edges.len()];
+    let mut order = Vec::with_capacity(edges.len());
+    let mut frontier: Vec<u32> = edges
+        .iter()
+        .map(|e| node(e.1))
+        .filter(|x| !paused_nodes.contains(x))
+        .collect();
+    frontier.sort_unstable();
+    frontier.dedup();
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for (i, e) in edges.iter().enumerate() {
+            if !placed[i] && frontier.contains(&node(e.1)) {
+                placed[i] = true;
+                order.push(*e);
+                next.push(node(e.0));
+            }
+        }
+        next.sort_unstable();
+        next.dedup();
+        frontier = next;
+    }
+    order.extend(edges.iter().enumerate().filter(|(i, _)| !placed[*i]).map(|(_, e)| *e));
+    order
+        .into_iter()
+        .take(n)
+        .map(|(a, b, prio, d)| TreeEdge {
+            paused: port_name(f, topo, a),
+            paused_by: port_name(f, topo, b),
+            priority: prio,
+            paused_ns: ns(d),
+        })
+        .collect()
+}
+
+/// Extra `ports.csv` columns on a RoCEv2 fabric (all priorities of the port summed).
+pub const PORT_COLUMNS: &str = ",paused_ns,pause_frames_tx,resume_frames_tx,pfc_frames_rx,ecn_marked,cnps_tx,cnps_rx,drops_headroom,drops_lossy_threshold,drops_buffer_full,drops_watchdog,headroom_max_bytes";
+
+/// The extra cells of port `p`'s row (matching [`PORT_COLUMNS`]).
+pub fn port_cells(r: &RoceState, p: u32, end: SimTime) -> String {
+    let st = &r.port_stats[p as usize];
+    format!(
+        ",{:.3},{},{},{},{},{},{},{},{},{},{},{}",
+        ns(r.port_paused_time(p, end).ps()),
+        st.pause_tx.iter().sum::<u64>(),
+        st.resume_tx.iter().sum::<u64>(),
+        st.pfc_rx.iter().sum::<u64>(),
+        st.ecn_marked.iter().sum::<u64>(),
+        st.cnps_tx,
+        st.cnps_rx,
+        st.drops_headroom,
+        st.drops_lossy_threshold,
+        st.drops_buffer_full,
+        st.drops_watchdog,
+        st.headroom_max_bytes,
+    )
+}
+
+/// `roce_rates.csv`: every rate sample (`[fabric.roce] rate_sample`), `None` when sampling
+/// is off. A last line `# truncated ...` says the row bound stopped sampling.
+pub fn rates_csv(f: &Fabric) -> Option<String> {
+    let r = f.roce()?;
+    r.cfg.rate_sample?;
+    let mut s = String::from("flow,time_ns,rate_gbps\n");
+    for &(flow, t, bps) in &r.rate_samples {
+        let _ = writeln!(s, "{flow},{:.3},{:.6}", ns(t.ps()), bps as f64 / 1e9);
+    }
+    if r.rate_samples_truncated {
+        let _ = writeln!(
+            s,
+            "# truncated at rate_sample_max_rows = {}",
+            r.cfg.rate_sample_max_rows
+        );
     }
     Some(s)
 }

@@ -176,6 +176,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     if let Some(csv) = crate::roce_report::ports_csv(&fabric, &topology, end) {
         files.push(("roce_ports.csv", csv.into_bytes()));
     }
+    if let Some(csv) = crate::roce_report::rates_csv(&fabric) {
+        files.push(("roce_rates.csv", csv.into_bytes()));
+    }
     if let Some(rs) = crate::roce_report::summary(&fabric, &topology, end) {
         let mut v = serde_json::to_vec_pretty(&rs).expect("plain data");
         v.push(b'\n');

@@ -277,6 +277,20 @@ pub struct RoceSpec {
     /// Go-back-N loss recovery with this retransmission timeout (absent: off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub go_back_n_timeout: Option<TimeSpec>,
+    /// Go-back-N send window: `"bdp"` (default: the path's bandwidth-delay product),
+    /// `"unlimited"`, or a size such as `"64KiB"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_back_n_window: Option<String>,
+    /// Sample every flow's rate this often into `roce_rates.csv` (absent: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_sample: Option<TimeSpec>,
+    /// At most this many rows in `roce_rates.csv` (default 1000000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_sample_max_rows: Option<u64>,
+    /// PFC watchdog: a switch port's priority paused continuously this long is a storm; its
+    /// queue and arrivals are dropped until the pause ends (absent: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc_watchdog: Option<TimeSpec>,
     /// Detect a cyclic pause dependency and end the run (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadlock_detection: Option<bool>,

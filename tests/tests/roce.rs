@@ -1,9 +1,9 @@
 //! RoCEv2 validation: PFC headroom, pause quanta, parking-lot unfairness, DCQCN convergence,
 //! deadlock detection, go-back-N (`models.md` §2 and §5.2–5.6).
 
-use fabrics::engine::{EngineConfig, Fabric, RoceCc, RoceConfig, headroom_bound_bytes};
+use fabrics::engine::{EngineConfig, Fabric, GbnWindow, RoceCc, RoceConfig, headroom_bound_bytes};
 use fabrics::models::pfc::{MAX_PAUSE_QUANTA, pause_duration, quantum_duration};
-use fabrics::models::{DcqcnParams, RedParams};
+use fabrics::models::{DcqcnParams, RedParams, TimelyParams};
 use fabrics::topology::{LinkInfo, LinkKind, Topology};
 use fabrics::traffic::FlowSpec;
 use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, RunOutcome, SimTime};
@@ -253,10 +253,16 @@ fn parking_lot_with_dcqcn_moves_toward_one_quarter() {
 
 /// DCQCN convergence (models.md §5.4): N = 2, 4, 8 long flows into one 40G bottleneck
 /// (paper parameters and marking: Kmin 5 KB, Kmax 200 KB, Pmax 1%), buffer large enough
-/// that XOFF sits far above Kmax. Over 50..650 ms: every flow within 5% of C/N (C = the
-/// delivered total) for N = 2 and 4, within 8% for N = 8 (measured 6.7%: with 1% Pmax and
-/// a 50 µs CNP interval a flow sees few CNPs and the shares mix slowly; short of the issue's
-/// 5%), the bottleneck queue's mean between Kmin and Kmax, no PAUSE frame.
+/// that XOFF sits far above Kmax. Over 50..2050 ms: every flow within 5% of C/N (C = the
+/// delivered total), the bottleneck queue's mean between Kmin and Kmax, no PAUSE frame.
+///
+/// The window is long on purpose: with Pmax 1% and a 50 µs CNP interval a flow at 5 Gb/s
+/// (N = 8) sees a CNP only every ~330 µs, so its rate wanders: in 50-ms windows the flows
+/// deviate from C/N by ~8% (one standard deviation), nearly independently from window to
+/// window, with no flow favoured (the worst flow changes with the seed). The old 600-ms
+/// window left the worst of 8 flows at 2.6..6.7% over seeds 1..5; 2 s gives 1.5..2.6%.
+/// Measured (seed 1): worst deviation 0.72% (N=2), 1.59% (N=4), 2.41% (N=8); queue mean
+/// 83 / 156 / 190 kB; no PAUSE.
 #[test]
 fn dcqcn_converges_to_fair_share_without_pauses() {
     for n in [2u32, 4, 8] {
@@ -270,7 +276,7 @@ fn dcqcn_converges_to_fair_share_without_pauses() {
         });
         let ms = |x: u64| SimTime::ZERO + Duration::from_ms(x);
         // The switch is node 0; its port to h0 (node 1) is its first port.
-        let (f, rates, q, pauses) = windowed(&t, c, flows, ms(50), ms(650), |f| f.port_base()[0]);
+        let (f, rates, q, pauses) = windowed(&t, c, flows, ms(50), ms(2050), |f| f.port_base()[0]);
         let total: f64 = rates.iter().sum();
         let fair = total / n as f64;
         let worst = rates.iter().map(|r| (r - fair).abs() / fair).fold(0.0, f64::max);
@@ -281,8 +287,7 @@ fn dcqcn_converges_to_fair_share_without_pauses() {
             f.roce().unwrap().totals.cnps_sent
         );
         assert!(total > 0.9 * 40e9 * MTU as f64 / WIRE as f64, "N={n}: link underused");
-        let tol = if n == 8 { 0.08 } else { 0.05 };
-        assert!(worst < tol, "N={n}: rates {rates:?}");
+        assert!(worst < 0.05, "N={n}: rates {rates:?}");
         assert!((5_000.0..=200_000.0).contains(&q), "N={n}: queue mean {q}");
         assert_eq!(pauses, 0, "N={n}: PFC paused in steady state");
     }
@@ -443,4 +448,202 @@ fn shipped_roce_scenarios_report_deadlock_and_pfc() {
     assert!(j["totals"]["pause_frames"].as_u64().unwrap() > 0, "{j}");
     assert_eq!(j["totals"]["drops_headroom"].as_u64(), Some(0));
     assert!(!j["pause_tree"].as_array().unwrap().is_empty());
+    // summary.json: roce_ counters and the pause tree; ports.csv: the pause columns.
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert!(j["counters"]["roce_pause_frames_sent"].as_u64().unwrap() > 0, "{j}");
+    assert!(j["counters"]["roce_paused_ps"].as_u64().unwrap() > 0);
+    assert_eq!(j["counters"]["roce_deadlock_detected"].as_u64(), Some(0));
+    let tree = j["pause_tree"].as_array().unwrap();
+    assert!(!tree.is_empty());
+    // Breadth-first: the first edge is paused by the root (the receiver's leaf, whose egress
+    // to the receiver is the congestion point and is never paused itself).
+    assert!(tree[0]["paused_by"].as_str().unwrap().starts_with("leaf0"), "{tree:?}");
+    let ports = std::fs::read_to_string(out.join("ports.csv")).unwrap();
+    assert!(
+        ports
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(scenarios::roce_report::PORT_COLUMNS)
+    );
+    assert!(!out.join("roce_rates.csv").exists(), "rate sampling is off by default");
+}
+
+/// Go-back-N send window (models.md §2.7, IRN's BDP flow control): a lossy 4:1 incast at
+/// 100G without congestion control, default switch buffer (512 KiB per port). Without a
+/// window every sender runs at line rate to the end of its message, the queue overflows the
+/// dynamic threshold over and over and most of the work is retransmission; with the default
+/// BDP window the four flows together keep ~4 BDP queued, below the threshold, and finish
+/// near the ideal time. Every byte is delivered exactly once in both cases. Bands stated in
+/// the asserts.
+#[test]
+fn go_back_n_window_prevents_collapse_without_cc() {
+    let t = star(5, 100, 5);
+    let size = 3_000_000u64;
+    let flows: Vec<_> = (1..=4)
+        .map(|s| FlowSpec {
+            class: 0,
+            ..flow(s, 0, size)
+        })
+        .collect();
+    let go = |w: GbnWindow| {
+        let c = cfg(RoceConfig {
+            lossless_mask: 0,
+            go_back_n: Some(Duration::from_us(50)),
+            gbn_window: w,
+            ..Default::default()
+        });
+        let f = run(&t, c, flows.clone());
+        let end = f.flow_records().iter().filter_map(|x| x.finish).max().unwrap();
+        for (rec, fl) in f.flow_records().iter().zip(&flows) {
+            assert_eq!(rec.bytes_delivered, fl.size.get(), "flow {}", rec.id);
+        }
+        // Goodput of the bottleneck as a fraction of its payload capacity.
+        let ideal_ps = (4 * size) as f64 * WIRE as f64 / MTU as f64 * 8.0 / 100e9 * 1e12;
+        let eff = ideal_ps / end.ps() as f64;
+        let tot = f.roce().unwrap().totals.clone();
+        eprintln!("go-back-N {w:?}: end {end}, efficiency {eff:.3}, {tot:?}");
+        (eff, tot)
+    };
+    let (eff_bdp, tot_bdp) = go(GbnWindow::Bdp);
+    let (eff_none, tot_none) = go(GbnWindow::Unlimited);
+    assert!(eff_bdp > 0.9, "BDP window: efficiency {eff_bdp:.3}");
+    assert!(eff_bdp > eff_none + 0.2, "window {eff_bdp:.3} vs none {eff_none:.3}");
+    assert!(tot_bdp.retransmitted * 10 < tot_none.retransmitted.max(10));
+}
+
+/// TIMELY end to end (models.md §2.6, reference-code preset): N = 2 and 4 long flows into
+/// one 100G bottleneck, started 1 ms apart, ACK per packet echoing the send time (the RTT
+/// sample). TIMELY has no unique fixed point in theory (its gradient rule holds any split
+/// whose RTT is flat), so the band is stated separately from DCQCN's: every flow within 5%
+/// of C/N over 20..120 ms (measured 0.12% for N = 2, 1.69% for N = 4; queue mean 121 / 171
+/// kB), the link more than 90% used, RTT samples taken (ACKs > 0), no PAUSE.
+#[test]
+fn timely_flows_share_a_bottleneck_near_fair() {
+    for n in [2u32, 4] {
+        let t = star(n + 1, 100, 5);
+        // Staggered starts (1 ms apart): later flows must claw their share back.
+        let flows = (1..=n)
+            .map(|s| FlowSpec {
+                start: SimTime::ZERO + Duration::from_ms(s as u64 - 1),
+                ..flow(s, 0, 1 << 36)
+            })
+            .collect();
+        let c = cfg(RoceConfig {
+            buffer_bytes: Some(16_000_000),
+            cc: RoceCc::Timely(TimelyParams::reference(BitsPerSec::from_gbps(100))),
+            ..Default::default()
+        });
+        let ms = |x: u64| SimTime::ZERO + Duration::from_ms(x);
+        let (f, rates, q, pauses) = windowed(&t, c, flows, ms(20), ms(120), |f| f.port_base()[0]);
+        let total: f64 = rates.iter().sum();
+        let fair = total / n as f64;
+        let worst = rates.iter().map(|r| (r - fair).abs() / fair).fold(0.0, f64::max);
+        let acks = f.roce().unwrap().totals.acks_sent;
+        eprintln!(
+            "TIMELY N={n}: total {:.2} Gb/s, rates {:.2?} Gb/s, worst deviation {:.2}%, queue mean {q:.0} B, pauses {pauses}, ACKs {acks}",
+            total / 1e9,
+            rates.iter().map(|r| r / 1e9).collect::<Vec<_>>(),
+            worst * 100.0
+        );
+        assert!(acks > 0);
+        assert!(total > 0.9 * 100e9 * MTU as f64 / WIRE as f64, "N={n}: link underused");
+        assert!(worst < 0.05, "N={n}: rates {rates:?}");
+        assert_eq!(pauses, 0);
+    }
+}
+
+/// PFC watchdog (models.md §2.8; SONiC's drop action): the 4-switch ring deadlock with
+/// deadlock detection off. Without the watchdog the ring stays frozen (no byte delivered in
+/// the second half of the run); with a 1 ms watchdog a ring port paused for 1 ms is
+/// declared in a storm, its queue is dropped (counted), the pauses end and traffic flows
+/// again, until the cyclic dependency closes once more (the flows still cross it at line
+/// rate): storms repeat about every millisecond and some bytes get through each time.
+#[test]
+fn pfc_watchdog_breaks_a_pause_storm() {
+    let go = |wd: Option<Duration>| {
+        let t = ring();
+        let flows = (0..4).map(|i| flow(i, (i + 2) % 4, 1 << 30)).collect();
+        let c = cfg(RoceConfig {
+            buffer_bytes: Some(400_000),
+            deadlock_detection: false,
+            pfc_watchdog: wd,
+            ..Default::default()
+        });
+        let ms = |x: u64| SimTime::ZERO + Duration::from_ms(x);
+        let mut f = Fabric::new(&t, clockwise_routes(), c, flows).unwrap();
+        let mut s = f.scheduler::<sim_core::WheelQueue<_>>();
+        let lim = |t: SimTime| RunLimits {
+            end_time: Some(t),
+            ..Default::default()
+        };
+        sim_core::run(&mut f, &mut s, &lim(ms(10)), |_| std::ops::ControlFlow::Continue(()));
+        let mid = f.totals().payload_bytes_delivered;
+        sim_core::run(&mut f, &mut s, &lim(ms(20)), |_| std::ops::ControlFlow::Continue(()));
+        let late = f.totals().payload_bytes_delivered - mid;
+        let tot = f.roce().unwrap().totals.clone();
+        eprintln!(
+            "watchdog {wd:?}: delivered in 10..20 ms {late} B, storms {}, drops {}",
+            tot.watchdog_storms, tot.drops_watchdog
+        );
+        (late, tot)
+    };
+    let (late, tot) = go(None);
+    assert_eq!(late, 0, "the ring should stay deadlocked");
+    assert_eq!(tot.watchdog_storms, 0);
+    let (late, tot) = go(Some(Duration::from_ms(1)));
+    assert!(tot.watchdog_storms >= 10, "{tot:?}");
+    assert!(tot.drops_watchdog > 0);
+    assert!(late > 0, "traffic should flow again between storms");
+}
+
+/// Per-flow rate samples (`rate_sample`): one sampling event per period for all flows, rows
+/// `(flow, time, rate)` only for flows that are sending, the row bound stops sampling; off
+/// by default (no samples, no event).
+#[test]
+fn rate_samples_are_periodic_and_bounded() {
+    let t = star(3, 40, 5);
+    let flows: Vec<_> = (1..=2).map(|s| flow(s, 0, 2_000_000)).collect();
+    let base = RoceConfig {
+        buffer_bytes: Some(16_000_000),
+        ecn: Some(RedParams::dcqcn_paper()),
+        cc: RoceCc::Dcqcn(DcqcnParams::paper(BitsPerSec::from_gbps(40))),
+        ..Default::default()
+    };
+    let f = run(&t, cfg(base.clone()), flows.clone());
+    assert!(f.roce().unwrap().rate_samples.is_empty());
+    let period = Duration::from_us(10);
+    let f = run(
+        &t,
+        cfg(RoceConfig {
+            rate_sample: Some(period),
+            ..base.clone()
+        }),
+        flows.clone(),
+    );
+    let r = f.roce().unwrap();
+    let end = f.flow_records().iter().filter_map(|x| x.finish).max().unwrap();
+    let n_periods = end.ps() / period.ps();
+    assert!(!r.rate_samples_truncated);
+    assert!(r.rate_samples.len() as u64 <= 2 * n_periods && r.rate_samples.len() as u64 >= n_periods);
+    for &(fl, at, bps) in &r.rate_samples {
+        assert_eq!(at.ps() % period.ps(), 0);
+        assert!(fl < 2 && bps > 0 && bps <= 40_000_000_000);
+    }
+    assert!(
+        r.rate_samples.iter().any(|s| s.2 < 40_000_000_000),
+        "DCQCN should cut some rate"
+    );
+    let f = run(
+        &t,
+        cfg(RoceConfig {
+            rate_sample: Some(period),
+            rate_sample_max_rows: 7,
+            ..base
+        }),
+        flows,
+    );
+    let r = f.roce().unwrap();
+    assert_eq!(r.rate_samples.len(), 7);
+    assert!(r.rate_samples_truncated);
 }

@@ -31,7 +31,8 @@
 //! With [`EngineConfig::roce`] set, switches have a shared-buffer MMU with 8 priorities, PFC,
 //! ECN and strict-priority + DWRR egress scheduling, and host NICs send CNPs/ACKs and run
 //! DCQCN or TIMELY: see `engine/roce.rs`. Flow timers (`FlowTimer(f)`, congestion-control
-//! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then.
+//! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then, as does
+//! the rate-sampling event (`RateSample`, origin `3P + H + 1 + F`, only when sampling is on).
 
 mod config;
 mod deps;
@@ -49,8 +50,8 @@ pub use packet::{Packet, PacketArena, PacketKind};
 pub use port::{Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
 pub use roce::{
-    DEFAULT_CNP_INTERVAL, DEFAULT_CONTROL_PRIORITY, DEFAULT_RTO, Deadlock, RoceCc, RoceConfig, RocePortStats,
-    RoceState, RoceTotals, headroom_bound_bytes,
+    DEFAULT_CNP_INTERVAL, DEFAULT_CONTROL_PRIORITY, DEFAULT_RATE_SAMPLE_MAX_ROWS, DEFAULT_RTO, Deadlock, GbnWindow,
+    RoceCc, RoceConfig, RocePortStats, RoceState, RoceTotals, headroom_bound_bytes,
 };
 
 use crate::models::buffer::QueueView;
@@ -79,6 +80,8 @@ pub enum Ev {
     FlowTimer(u32),
     /// Flow `f`'s dependencies are delivered and its gap has passed: it starts (`deps.rs`).
     FlowStart(u32),
+    /// RoCEv2: sample every sending flow's rate (only with `RoceConfig::rate_sample`).
+    RateSample,
 }
 
 /// Errors building an engine from a topology, routes and flows.
@@ -416,8 +419,9 @@ impl Fabric {
 
     /// Number of scheduler origins this fabric uses (see the module docs).
     pub fn n_origins(&self) -> u32 {
+        // RoCEv2: one timer per flow, then the rate-sampling origin.
         let flow_timers = if self.roce.is_some() {
-            self.flows.len() as u32
+            self.flows.len() as u32 + 1
         } else {
             0
         };
@@ -429,6 +433,9 @@ impl Fabric {
         let mut s = Scheduler::new(self.n_origins());
         if self.n_timed > 0 {
             s.schedule(self.flows[0].start, self.workload_origin(), Ev::FlowArrival);
+        }
+        if let Some(period) = self.roce.as_ref().and_then(|r| r.cfg.rate_sample) {
+            s.schedule(SimTime::ZERO + period, self.rate_sample_origin(), Ev::RateSample);
         }
         s
     }
@@ -463,6 +470,11 @@ impl Fabric {
         &self.records
     }
     /// The engine flow id of the flow given at input index `i` (see [`Fabric::with_deps`]).
+    /// The sending rate congestion control allows flow `f` now (line rate or the fixed
+    /// sender rate without congestion control).
+    pub fn flow_rate(&self, f: u32) -> sim_core::BitsPerSec {
+        crate::models::CongestionControl::rate(&self.flow_state[f as usize].cc)
+    }
     pub fn flow_of_input(&self, i: usize) -> u32 {
         self.input_to_flow[i]
     }
@@ -884,6 +896,7 @@ impl Model for Fabric {
             }
             Ev::FlowTimer(f) => self.roce_on_flow_timer(s, f),
             Ev::FlowStart(f) => self.on_flow_start(s, f),
+            Ev::RateSample => self.roce_on_rate_sample(s),
         }
     }
 

@@ -37,7 +37,7 @@ use super::{Ev, Fabric, Packet, PacketKind};
 use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
 use crate::models::cc::{DcqcnParams, TimelyParams};
 use crate::models::marking::{Marking, RedEcn, RedParams};
-use crate::models::pfc::{self, N_PRIORITIES, PfcEdge, PfcFrame, PfcReceiver, PfcSender};
+use crate::models::pfc::{self, N_PRIORITIES, PfcEdge, PfcFrame, PfcReceiver, PfcSender, PfcWatchdog};
 use crate::models::{AnyCc, CongestionControl, Dcqcn, Timely};
 use crate::roce::frame::{PAUSE_WIRE_BYTES, RoceFrame};
 use sim_core::{BitsPerSec, Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, serialization_time};
@@ -57,6 +57,24 @@ pub const DEFAULT_CONTROL_PRIORITY: u8 = 6;
 /// Default go-back-N retransmission timeout: 100 µs (an assumption of the order of several
 /// RTTs in a data-centre fabric; ConnectX's is configurable, ~ms scale, models.md §2.7).
 pub const DEFAULT_RTO: Duration = Duration::from_us(100);
+
+/// Default bound on the rows of `roce_rates.csv` (per-QP rate samples): 1 000 000 (an
+/// assumption: ~30 MB of CSV); sampling stops when it is reached.
+pub const DEFAULT_RATE_SAMPLE_MAX_ROWS: u64 = 1_000_000;
+
+/// Go-back-N send window: how many bytes a flow may have sent but not yet had acknowledged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GbnWindow {
+    /// The flow path's bandwidth-delay product (line rate × base RTT: propagation, port-to-port
+    /// latency and one maximum frame plus one ACK of serialization per hop, both ways),
+    /// rounded up to whole maximum frames: IRN's BDP flow control (models.md §2.7).
+    #[default]
+    Bdp,
+    /// A fixed number of bytes (at least one maximum frame is always allowed).
+    Bytes(u64),
+    /// No window: the sender may run to the end of the message before a NACK arrives.
+    Unlimited,
+}
 
 /// Sender congestion control of every RoCE flow.
 #[derive(Clone, Debug, Default)]
@@ -112,6 +130,17 @@ pub struct RoceConfig {
     pub go_back_n: Option<Duration>,
     /// Look for cyclic pause dependencies and end the run when one forms.
     pub deadlock_detection: bool,
+    /// Go-back-N send window (only with `go_back_n`).
+    pub gbn_window: GbnWindow,
+    /// Sample every flow's congestion-control rate this often (`roce_rates.csv`); `None` =
+    /// off (no event at all).
+    pub rate_sample: Option<Duration>,
+    /// At most this many rate samples in all (then sampling stops).
+    pub rate_sample_max_rows: u64,
+    /// PFC watchdog on switch ports: a (port, priority) paused continuously this long is in
+    /// a storm: its queue is dropped and arrivals for it are dropped until the pause ends.
+    /// `None` = off.
+    pub pfc_watchdog: Option<Duration>,
 }
 
 impl Default for RoceConfig {
@@ -135,6 +164,10 @@ impl Default for RoceConfig {
             acks: false,
             go_back_n: None,
             deadlock_detection: true,
+            gbn_window: GbnWindow::Bdp,
+            rate_sample: None,
+            rate_sample_max_rows: DEFAULT_RATE_SAMPLE_MAX_ROWS,
+            pfc_watchdog: None,
         }
     }
 }
@@ -173,6 +206,12 @@ impl RoceConfig {
         }
         if self.go_back_n.is_some_and(|t| t == Duration::ZERO) {
             return Err("go-back-N timeout must be > 0".into());
+        }
+        if self.rate_sample.is_some_and(|t| t == Duration::ZERO) {
+            return Err("the rate sampling period must be > 0".into());
+        }
+        if self.pfc_watchdog.is_some_and(|t| t == Duration::ZERO) {
+            return Err("the PFC watchdog window must be > 0".into());
         }
         Ok(())
     }
@@ -219,6 +258,12 @@ pub struct RocePortStats {
     pub headroom_max_bytes: u64,
     /// Largest egress bytes of (this port, priority) seen.
     pub queue_max_bytes: [u64; NP],
+    /// CNPs this port sent (a receiver NIC) and received (a sender NIC's port).
+    pub cnps_tx: u64,
+    pub cnps_rx: u64,
+    /// PFC watchdog: storms declared on this egress port, packets it dropped in storms.
+    pub watchdog_storms: u64,
+    pub drops_watchdog: u64,
 }
 
 /// Whole-fabric RoCEv2 counters.
@@ -242,6 +287,9 @@ pub struct RoceTotals {
     pub drops_headroom: u64,
     pub drops_lossy_threshold: u64,
     pub drops_buffer_full: u64,
+    /// PFC watchdog storms declared and data/control packets dropped by them.
+    pub watchdog_storms: u64,
+    pub drops_watchdog: u64,
 }
 
 /// A cyclic pause dependency found at run time.
@@ -304,6 +352,16 @@ pub struct RoceState {
     pending_edges: Vec<(u32, u8, PfcEdge)>,
     /// Every switch's headroom covers its bound: a lossless drop is a bug (panics).
     lossless_asserted: bool,
+    /// Go-back-N send window per flow, bytes (`u64::MAX`: none).
+    gbn_window: Vec<u64>,
+    /// Rate samples `(flow, time, rate b/s)` in time order (`roce_rates.csv`).
+    pub rate_samples: Vec<(u32, SimTime, u64)>,
+    /// Sampling stopped at `rate_sample_max_rows`.
+    pub rate_samples_truncated: bool,
+    /// PFC watchdog per port (empty when off).
+    watchdog: Vec<PfcWatchdog>,
+    /// (port, priority) in a watchdog storm.
+    storm: Vec<bool>,
 }
 
 /// Encodes a PFC frame whose pausing priorities all carry the same quanta.
@@ -397,6 +455,10 @@ impl RoceState {
         *self.pause_edges.entry((port, self.paused_by[i], prio)).or_insert(0) += d;
         self.paused_by[i] = u32::MAX;
         self.paused_since[i] = SimTime::MAX;
+        if let Some(wd) = self.watchdog.get_mut(port as usize) {
+            wd.on_pause_state(end, prio, false);
+            self.storm[i] = false;
+        }
     }
 
     /// Data packets waiting in egress queues.
@@ -524,6 +586,17 @@ impl Fabric {
         }
         let n_flows = self.flows.len();
         let frame = RoceFrame::DATA_IPV4;
+        let gbn_window = (0..n_flows as u32)
+            .map(|f| match (cfg.go_back_n, cfg.gbn_window) {
+                (None, _) | (_, GbnWindow::Unlimited) => u64::MAX,
+                (Some(_), GbnWindow::Bytes(b)) => b.max(self.cfg.mtu_bytes as u64),
+                (Some(_), GbnWindow::Bdp) => self.bdp_window_bytes(f, frame.ack_wire_bytes()),
+            })
+            .collect();
+        let (watchdog, storm) = match cfg.pfc_watchdog {
+            Some(w) => (vec![PfcWatchdog::new(w); n_ports], vec![false; n_ports * NP]),
+            None => (Vec::new(), Vec::new()),
+        };
         self.roce = Some(Box::new(RoceState {
             mmu,
             q: vec![VecDeque::new(); n_ports * NP],
@@ -556,13 +629,68 @@ impl Fabric {
             rewound_to: vec![u64::MAX; n_flows],
             pending_edges: Vec::new(),
             lossless_asserted,
+            gbn_window,
+            rate_samples: Vec::new(),
+            rate_samples_truncated: false,
+            watchdog,
+            storm,
             cfg,
         }));
         Ok(())
     }
 
+    /// [`GbnWindow::Bdp`] of flow `f`, payload bytes: the NIC line rate times the base RTT
+    /// of its path (per hop both ways: propagation and port-to-port latency; one maximum
+    /// frame forward and one ACK back of serialization), rounded up to whole frames.
+    fn bdp_window_bytes(&self, f: u32, ack_wire: u32) -> u64 {
+        let max_wire = (self.cfg.mtu_bytes + self.cfg.header_bytes) as u64;
+        let rtt_ps: u64 = self
+            .flow_path(f)
+            .iter()
+            .map(|&p| {
+                let port = &self.ports[p as usize];
+                2 * (port.delay.ps() + port.peer_latency.ps())
+                    + serialization_time(Bytes(max_wire), port.rate).ps()
+                    + serialization_time(Bytes(ack_wire as u64), port.rate).ps()
+            })
+            .sum();
+        let line = self.ports[self.nics[self.flows[f as usize].src as usize].port as usize].rate;
+        let bdp = (rtt_ps as u128 * line.0 as u128).div_ceil(8 * sim_core::time::PS_PER_S as u128) as u64;
+        bdp.div_ceil(max_wire).max(1) * self.cfg.mtu_bytes as u64
+    }
+
     fn flow_timer_origin(&self, f: u32) -> Origin {
         Origin(3 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + f)
+    }
+
+    /// Origin of the rate-sampling event (after every flow timer).
+    pub(super) fn rate_sample_origin(&self) -> Origin {
+        self.flow_timer_origin(self.flows.len() as u32)
+    }
+
+    /// One rate sample of every flow that is sending (started, not finished), then the next
+    /// sampling event one period later, unless the bound is reached, every flow is done, or
+    /// nothing else is pending (the run would otherwise never drain).
+    pub(super) fn roce_on_rate_sample<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>) {
+        let now = s.now();
+        let r = self.roce.as_deref_mut().expect("RoCE fabric");
+        let Some(period) = r.cfg.rate_sample else { return };
+        for (f, rec) in self.records.iter().enumerate() {
+            if rec.first_sent.is_none() || rec.finish.is_some() {
+                continue;
+            }
+            if r.rate_samples.len() as u64 >= r.cfg.rate_sample_max_rows {
+                r.rate_samples_truncated = true;
+                return;
+            }
+            let rate = crate::models::CongestionControl::rate(&self.flow_state[f].cc).0;
+            r.rate_samples.push((f as u32, now, rate));
+        }
+        let all_done = self.totals.flows_completed as usize == self.flows.len();
+        if !all_done && s.pending() > 0 {
+            let o = self.rate_sample_origin();
+            s.schedule(now + period, o, Ev::RateSample);
+        }
     }
 
     /// Makes sure port `x`'s timer fires at `at` or earlier.
@@ -792,8 +920,11 @@ impl Fabric {
             let st = &self.flow_state[f as usize];
             let prio = self.flows[f as usize].class;
             let paused = !self.rr().pfc_rx[p as usize].may_send(prio, now);
-            if paused || st.next_send_at > now {
-                if !paused {
+            // Go-back-N window full: wait for an ACK (which kicks the NIC).
+            let sent_pos = self.flows[f as usize].size.get() - st.unsent_bytes;
+            let window_full = sent_pos - self.rr().snd_acked[f as usize] >= self.rr().gbn_window[f as usize];
+            if paused || window_full || st.next_send_at > now {
+                if !paused && !window_full {
                     earliest = earliest.min(st.next_send_at);
                 }
                 self.nics[h as usize].active.push_back(f);
@@ -901,6 +1032,7 @@ impl Fabric {
                 PacketKind::Cnp => {
                     self.packets.free(id);
                     self.rs().totals.cnps_received += 1;
+                    self.rs().port_stats[x as usize].cnps_rx += 1;
                     let f = pkt.flow;
                     self.flow_state[f as usize].cc.on_cnp(now);
                     self.roce_rearm_flow(s, f);
@@ -931,6 +1063,10 @@ impl Fabric {
         self.packets.get_mut(id).ingress_port = x;
         let out = self.route(node, pkt.dst_host, pkt.flow_hash);
         let prio = pkt.vl;
+        if self.rr().storm.get(RoceState::ix(out, prio)).is_some_and(|&b| b) {
+            self.roce_count_watchdog_drop(out, id);
+            return;
+        }
         let base = self.port_base[node as usize];
         let wire = pkt.wire_bytes as u64;
         let r = self.rs();
@@ -1020,6 +1156,7 @@ impl Fabric {
     /// A PFC frame sent by port `from` reaches port `x` (which sends back over that link).
     fn roce_on_pfc<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, from: u32, frame: &PfcFrame) {
         let now = s.now();
+        let switch_port = !self.is_host[self.ports[x as usize].node as usize];
         let r = self.rs();
         let resumed = r.pfc_rx[x as usize].on_frame(now, frame);
         for prio in 0..NP as u8 {
@@ -1030,12 +1167,20 @@ impl Fabric {
                 if r.paused_by[i] == u32::MAX {
                     r.paused_by[i] = from;
                     r.paused_since[i] = now;
+                    if let Some(wd) = r.watchdog.get_mut(x as usize)
+                        && switch_port
+                    {
+                        wd.on_pause_state(now, prio, true);
+                    }
                 }
             } else {
                 r.close_pause(x, prio, now);
             }
         }
         if let Some(t) = r.pfc_rx[x as usize].next_expiry(now) {
+            self.roce_arm_timer(s, x, t);
+        }
+        if let Some(t) = self.rr().watchdog.get(x as usize).and_then(|w| w.next_check()) {
             self.roce_arm_timer(s, x, t);
         }
         if resumed != 0 {
@@ -1074,10 +1219,27 @@ impl Fabric {
                 expired = true;
             }
         }
+        let node = self.ports[x as usize].node as usize;
+        if !self.is_host[node]
+            && self
+                .rr()
+                .watchdog
+                .get(x as usize)
+                .is_some_and(|w| w.next_check().is_some_and(|t| t <= now))
+        {
+            self.roce_watchdog_check(s, x);
+        }
+        let r = self.rs();
         let next = r.pfc_tx[x as usize]
             .next_timer()
             .unwrap_or(SimTime::MAX)
-            .min(r.pfc_rx[x as usize].next_expiry(now).unwrap_or(SimTime::MAX));
+            .min(r.pfc_rx[x as usize].next_expiry(now).unwrap_or(SimTime::MAX))
+            .min(
+                r.watchdog
+                    .get(x as usize)
+                    .and_then(|w| w.next_check())
+                    .unwrap_or(SimTime::MAX),
+            );
         if next != SimTime::MAX {
             self.roce_arm_timer(s, x, next);
         }
@@ -1087,6 +1249,60 @@ impl Fabric {
         if refreshed || expired {
             self.roce_kick(s, x);
         }
+    }
+
+    /// PFC watchdog of switch port `x`: priorities paused continuously for the window enter
+    /// a storm: their queue is dropped (counted, MMU released, XON edges sent) and arrivals
+    /// for them are dropped until the pause ends.
+    fn roce_watchdog_check<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let now = s.now();
+        let mask = self.rs().watchdog[x as usize].check(now);
+        let node = self.ports[x as usize].node as usize;
+        let base = self.port_base[node];
+        for prio in 0..NP as u8 {
+            let i = RoceState::ix(x, prio);
+            if mask & (1 << prio) == 0 || self.rr().storm[i] {
+                continue;
+            }
+            let r = self.rs();
+            r.storm[i] = true;
+            r.port_stats[x as usize].watchdog_storms += 1;
+            r.totals.watchdog_storms += 1;
+            while let Some(id) = self.rs().q[i].pop_front() {
+                let pkt = *self.packets.get(id);
+                let wire = pkt.wire_bytes as u64;
+                let r = self.roce.as_deref_mut().expect("RoCE fabric");
+                r.q_bytes[i] -= wire;
+                let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
+                if mmu.release(pkt.ingress_port - base, x - base, prio, wire) {
+                    r.pending_edges.push((pkt.ingress_port, prio, PfcEdge::Xon));
+                }
+                self.roce_count_watchdog_drop(x, id);
+                let port = &mut self.ports[x as usize];
+                port.queued_bytes -= wire;
+                let queued = port.queued_bytes;
+                port.stats.queue_bytes.set(now, queued);
+            }
+            self.rs().deficit[i] = 0;
+        }
+        self.roce_flush_edges(s);
+    }
+
+    /// Counts and frees packet `id`, dropped by the PFC watchdog at egress port `x`.
+    fn roce_count_watchdog_drop(&mut self, x: u32, id: u32) {
+        let pkt = *self.packets.get(id);
+        let port = &mut self.ports[x as usize];
+        port.stats.drops += 1;
+        port.stats.drop_bytes += pkt.wire_bytes as u64;
+        if pkt.kind == PacketKind::Data {
+            self.records[pkt.flow as usize].packets_dropped += 1;
+            self.totals.packets_dropped += 1;
+            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+        }
+        let r = self.rs();
+        r.port_stats[x as usize].drops_watchdog += 1;
+        r.totals.drops_watchdog += 1;
+        self.packets.free(id);
     }
 
     /// Searches for a cycle of paused (egress port, priority) pairs reachable from the port
@@ -1177,6 +1393,7 @@ impl Fabric {
         echo: SimTime,
     ) {
         let fl = self.flows[f as usize];
+        let nic_port = self.nics[fl.dst as usize].port;
         let r = self.rs();
         let (cnp_wire, ack_wire) = r.ctrl_wire;
         let prio = r.cfg.control_priority;
@@ -1184,6 +1401,7 @@ impl Fabric {
         let wire = match kind {
             PacketKind::Cnp => {
                 r.totals.cnps_sent += 1;
+                r.port_stats[nic_port as usize].cnps_tx += 1;
                 cnp_wire
             }
             PacketKind::Ack => {
@@ -1270,6 +1488,11 @@ impl Fabric {
                 r.rto_at[f as usize] = if cum >= size { SimTime::MAX } else { now + rto };
             }
             self.flow_state[f as usize].cc.on_ack(now, cum - old, rtt);
+            if self.rr().gbn_window[f as usize] != u64::MAX {
+                let src = self.flows[f as usize].src;
+                let p = self.nics[src as usize].port;
+                self.roce_kick(s, p);
+            }
         }
         self.roce_rearm_flow(s, f);
     }
