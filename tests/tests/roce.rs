@@ -378,6 +378,15 @@ fn ring_deadlocks_under_pfc_and_is_reported() {
     for rec in f.flow_records() {
         assert!(rec.bytes_delivered > 50_000_000, "flow {} starved: {rec:?}", rec.id);
     }
+
+    // The same with the routing engine's own up*/down* tables (`Routes::try_updown`,
+    // `routing = "updown"` in a scenario) instead of routes set by hand.
+    let (f, r) = run_ring(&[0, 1, 2, 3], fabrics::routing::Routes::try_updown(&ring()).unwrap());
+    assert!(f.roce().unwrap().deadlock.is_none());
+    assert_eq!(r.outcome, RunOutcome::EndTime);
+    for rec in f.flow_records() {
+        assert!(rec.bytes_delivered > 50_000_000, "flow {} starved: {rec:?}", rec.id);
+    }
 }
 
 /// Lossy RoCE (models.md §2.7): no PFC (no lossless priority), a small shared buffer so the

@@ -334,8 +334,14 @@ impl Fabric {
         port.stats.packets_tx += 1;
         port.stats.bytes_tx += wire as u64;
         let tail = done + port.delay;
+        self.totals.link_hops += 1;
+        if kind == PacketKind::FlowControl {
+            self.push_ctrl(s, p, id, tail);
+            return done;
+        }
+        let port = &mut self.ports[p as usize];
         let peer_is_host = self.is_host[port.peer_node as usize];
-        let mut arrive = if kind == PacketKind::FlowControl || peer_is_host {
+        let mut arrive = if peer_is_host {
             tail
         } else {
             // Cut-through: the next switch handles the packet once its head is in.
@@ -351,7 +357,6 @@ impl Fabric {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
         }
-        self.totals.link_hops += 1;
         done
     }
 

@@ -73,6 +73,8 @@ pub enum Ev {
     NicWake(u32),
     /// The next flow(s) of the workload start.
     FlowArrival,
+    /// The head of port `p`'s control pipe (flow-control / PAUSE frames) reaches the far end.
+    CtrlArrive(u32),
     /// Port `p`'s timer (InfiniBand: HOQLife deadlines, deferred credit updates; RoCEv2:
     /// PAUSE refreshes and expiries).
     PortTimer(u32),
@@ -624,6 +626,33 @@ impl Fabric {
     }
 
     /// The head of port `p`'s pipe arrives at the far end.
+    /// The head of port `p`'s control pipe arrives at the far end (credit-based and PFC
+    /// fabrics only).
+    fn on_ctrl_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        let port = &mut self.ports[p as usize];
+        let id = port.ctrl_pipe.pop_due(now);
+        if let Some(next) = port.ctrl_pipe.head_time() {
+            let o = self.pipe_origin(p);
+            s.schedule(next, o, Ev::CtrlArrive(p));
+        }
+        if self.ib.is_some() {
+            self.ib_on_arrive(s, p, id);
+        } else {
+            self.roce_on_arrive(s, p, id);
+        }
+    }
+
+    /// Puts link-level control frame `id` on port `p`'s control pipe, arriving at `arrive`.
+    fn push_ctrl<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32, arrive: SimTime) {
+        let port = &mut self.ports[p as usize];
+        let arrive = port.ctrl_pipe.tail_time().map_or(arrive, |last| arrive.max(last));
+        if port.ctrl_pipe.push(arrive, id) {
+            let o = self.pipe_origin(p);
+            s.schedule(arrive, o, Ev::CtrlArrive(p));
+        }
+    }
+
     fn on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         let now = s.now();
         let port = &mut self.ports[p as usize];
@@ -863,6 +892,7 @@ impl Model for Fabric {
     fn handle<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, ev: Ev) {
         match ev {
             Ev::Arrive(p) => self.on_arrive(s, p),
+            Ev::CtrlArrive(p) => self.on_ctrl_arrive(s, p),
             Ev::TxDone(p) => {
                 if self.ib.is_some() {
                     self.ib_on_txdone(s, p);

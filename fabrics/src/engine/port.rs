@@ -37,6 +37,11 @@ pub struct Port {
     pub queued_bytes: u64,
     /// Packets on the wire towards the peer, by arrival time at the peer's output queue.
     pub pipe: Pipe<u32>,
+    /// Link-level control frames on the wire (InfiniBand flow-control packets, PFC PAUSE), by
+    /// arrival time at the peer's MAC. They follow the data on the wire but are consumed on
+    /// arrival, while data then still spends the peer's port-to-port latency: one FIFO for
+    /// both would hold a PAUSE back by that latency.
+    pub ctrl_pipe: Pipe<u32>,
     pub stats: PortStats,
 }
 
@@ -61,6 +66,7 @@ impl Port {
             queue: VecDeque::new(),
             queued_bytes: 0,
             pipe: Pipe::new(),
+            ctrl_pipe: Pipe::new(),
             stats: PortStats::default(),
         }
     }

@@ -759,24 +759,26 @@ impl Fabric {
         port.busy_until = done;
         port.stats.packets_tx += 1;
         port.stats.bytes_tx += wire as u64;
-        // A PFC frame is consumed by the far MAC as soon as it is in; everything else joins
-        // the far node after its port-to-port latency.
-        let arrive = if kind == PacketKind::Pause {
-            done + port.delay
-        } else {
-            done + port.delay + port.peer_latency
-        };
+        port.txdone_pending = true;
+        s.schedule(done, Origin(p), Ev::TxDone(p));
+        self.totals.link_hops += 1;
+        // A PFC frame is consumed by the far MAC as soon as it is in (its own pipe, so it is
+        // not held behind data that still has the far switch's latency to spend); everything
+        // else joins the far node after its port-to-port latency.
+        if kind == PacketKind::Pause {
+            let arrive = done + port.delay;
+            self.push_ctrl(s, p, id, arrive);
+            return;
+        }
+        let arrive = done + port.delay + port.peer_latency;
         let arrive = match port.pipe.tail_time() {
             Some(last) => arrive.max(last),
             None => arrive,
         };
-        port.txdone_pending = true;
         if port.pipe.push(arrive, id) {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
         }
-        s.schedule(done, Origin(p), Ev::TxDone(p));
-        self.totals.link_hops += 1;
     }
 
     /// Port `p` is idle: send a PFC frame, or the next packet its scheduler picks.
