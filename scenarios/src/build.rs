@@ -6,15 +6,15 @@ use crate::locate::span_of;
 use crate::schema::{
     BufferSpec, CollectiveAlgo, CollectiveOp, CustomLink, DcqcnPreset, EcnPreset, FabricKind, InfinibandSpec, LinkSpec,
     MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec,
-    TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
+    StripingSpec, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
 use fabrics::collectives::{Algorithm, CollectiveKind, CollectiveSpec, DagLimits};
 use fabrics::engine::FlowDeps;
 use fabrics::engine::{
-    DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig,
-    MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick,
+    Crossbar, DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES,
+    EngineConfig, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick, Striping,
 };
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
@@ -602,6 +602,7 @@ impl Loaded {
             ib,
             roce,
             device_latency: fabrics::engine::DeviceLatency::default(),
+            crossbar: self.crossbar()?,
         })
     }
 
@@ -780,7 +781,34 @@ impl Loaded {
             RoutingSpec::Dmodk => RoutePick::DModK,
             RoutingSpec::Adaptive => RoutePick::Adaptive,
         };
+        cfg.crossbar = self.crossbar()?;
         Ok(cfg)
+    }
+
+    /// `[fabric.crossbar]` into the engine's [`Crossbar`], range-checked.
+    fn crossbar(&self) -> Result<Crossbar, ScenarioError> {
+        let mut c = Crossbar::default();
+        let Some(spec) = &self.scenario.fabric.crossbar else {
+            return Ok(c);
+        };
+        if let Some(st) = spec.striping {
+            c.striping = match st {
+                StripingSpec::Interleaved => Striping::Interleaved,
+                StripingSpec::LeastLoaded => Striping::LeastLoaded,
+            };
+        }
+        if let Some(x) = spec.speedup {
+            let pct = (x * 100.0).round();
+            let range = fabrics::engine::CROSSBAR_SPEEDUP_PERCENT_RANGE;
+            if !x.is_finite() || pct < *range.start() as f64 || pct > *range.end() as f64 {
+                return Err(self.err(
+                    "fabric.crossbar.speedup",
+                    format!("expected 1.0..=10.0 (a multiple of the input link rate), got {x}"),
+                ));
+            }
+            c.speedup_percent = Some(pct as u32);
+        }
+        Ok(c)
     }
 
     /// `[fabric.infiniband]` into the engine's [`IbConfig`], every value range-checked.

@@ -213,6 +213,31 @@ pub struct FabricSpec {
     /// RoCEv2 parameters (only with `kind = "rocev2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roce: Option<RoceSpec>,
+    /// GPU hubs and NVSwitch chips (any fabric kind with GPU servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crossbar: Option<CrossbarSpec>,
+}
+
+/// `[fabric.crossbar]`: striping and internal speed-up of GPU hubs and NVSwitch chips
+/// (`docs/models/nvlink.md`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossbarSpec {
+    /// `interleaved` (default: per-flow round-robin over links to different chips,
+    /// least-loaded over parallel links) or `least_loaded` (every choice by local load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub striping: Option<StripingSpec>,
+    /// Internal speed-up, a multiple of the input link rate, 1.0..=10.0 (two decimals);
+    /// default unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StripingSpec {
+    Interleaved,
+    LeastLoaded,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
@@ -478,6 +503,7 @@ impl Default for FabricSpec {
             sender_rate: None,
             infiniband: None,
             roce: None,
+            crossbar: None,
         }
     }
 }
