@@ -35,6 +35,9 @@ pub struct Summary {
     /// Collective workloads (`collective_report.rs`); absent when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Vec<crate::collective_report::CollectiveRow>>,
+    /// Training-step workloads (`training_report.rs`); absent when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<Vec<crate::training_report::TrainingRow>>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -408,6 +411,7 @@ pub fn summarize(
             .map(|ib| crate::ib_report::congestion_tree(ib, fabric, topo, n_hotspots))
             .unwrap_or_default(),
         collectives: None,
+        training: None,
     }
 }
 

@@ -615,6 +615,40 @@ pub enum WorkloadSpec {
         #[serde(default)]
         class: u8,
     },
+    /// A data-parallel training step (PyTorch DDP): a compute phase, gradients cut into
+    /// buckets, each bucket AllReduced over the ranks, overlapping the compute or after it
+    /// (`docs/collectives.md`).
+    TrainingStep {
+        /// Compute phase per step; the gradients become ready uniformly over it.
+        compute: TimeSpec,
+        /// Gradient bytes per step.
+        gradient_size: SizeSpec,
+        /// Bucket size (default 25MiB, PyTorch DDP's `bucket_cap_mb`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket_size: Option<SizeSpec>,
+        /// Start each bucket's AllReduce when its gradients are ready (default true).
+        #[serde(default = "yes")]
+        overlap: bool,
+        #[serde(default = "one")]
+        steps: u32,
+        /// AllReduce algorithm (default `ring`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        algorithm: Option<CollectiveAlgo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ranks: Option<u32>,
+        #[serde(default = "one")]
+        chunks: u32,
+        #[serde(default = "one")]
+        channels: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reduce_rate: Option<RateSpec>,
+        #[serde(default = "zero_time")]
+        start: TimeSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default)]
+        class: u8,
+    },
 }
 
 impl WorkloadSpec {
@@ -625,7 +659,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Permutation { name, class, .. }
             | WorkloadSpec::Incast { name, class, .. }
             | WorkloadSpec::Poisson { name, class, .. }
-            | WorkloadSpec::Collective { name, class, .. } => (name.as_deref(), *class),
+            | WorkloadSpec::Collective { name, class, .. }
+            | WorkloadSpec::TrainingStep { name, class, .. } => (name.as_deref(), *class),
         }
     }
 }
