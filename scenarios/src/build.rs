@@ -407,10 +407,10 @@ impl Loaded {
                 fabric_link,
                 rail_optimised,
             } => {
-                if !matches!(kind, FabricKind::Infiniband | FabricKind::Ethernet) {
+                if !matches!(kind, FabricKind::Infiniband | FabricKind::Ethernet | FabricKind::Rocev2) {
                     return Err(self.err(
                         "fabric.kind",
-                        "a cluster's network is `infiniband` or `ethernet` (the servers' NVLink and PCIe links run on it)",
+                        "a cluster's network is `infiniband`, `rocev2` or `ethernet` (the servers' NVLink and PCIe links run on it)",
                     ));
                 }
                 if !(1..=MAX_SERVERS).contains(servers) {

@@ -67,54 +67,70 @@ pub(crate) fn algo_name(a: Algorithm) -> &'static str {
     }
 }
 
-/// Per row (consecutive instances of one workload and size): the first instance, how many
-/// ran, and the completed ones' times in a histogram.
-fn groups<'a>(
-    fabric: &Fabric,
-    instances: &'a [(usize, Instance)],
-) -> Vec<(usize, &'a Instance, u32, LatencyHistogram)> {
+/// One row's instances: the workload, the first instance, how many ran, the completed ones'
+/// exact times (ps) and the same in a histogram (for percentiles and `collectives.hlog`).
+struct Group<'a> {
+    workload: usize,
+    first: &'a Instance,
+    iterations: u32,
+    times_ps: Vec<u64>,
+    hist: LatencyHistogram,
+}
+
+/// Per row (consecutive instances of one workload and size).
+fn groups<'a>(fabric: &Fabric, instances: &'a [(usize, Instance)]) -> Vec<Group<'a>> {
     let mut out = Vec::new();
     let mut k = 0;
     while k < instances.len() {
         let (w, first) = &instances[k];
         let mut end = k;
-        let mut h = LatencyHistogram::new();
+        let mut g = Group {
+            workload: *w,
+            first,
+            iterations: 0,
+            times_ps: Vec::new(),
+            hist: LatencyHistogram::new(),
+        };
         while end < instances.len() && instances[end].0 == *w && instances[end].1.spec == first.spec {
             if let Some((a, b)) = instance_span(&instances[end].1, fabric.flow_records(), |i| fabric.flow_of_input(i)) {
-                h.record(b.since(a));
+                g.times_ps.push(b.since(a).ps());
+                g.hist.record(b.since(a));
             }
             end += 1;
         }
-        out.push((*w, first, (end - k) as u32, h));
+        g.iterations = (end - k) as u32;
+        out.push(g);
         k = end;
     }
     out
 }
 
-/// The rows of a finished run; `names[i]` is workload `i`'s name.
+/// The rows of a finished run; `names[i]` is workload `i`'s name. Mean, min and max are
+/// exact; percentiles come from the histogram (3 significant digits).
 pub fn rows(fabric: &Fabric, instances: &[(usize, Instance)], names: &[String]) -> Vec<CollectiveRow> {
     let us = |ps: u64| ps as f64 / 1e6;
     groups(fabric, instances)
         .into_iter()
-        .map(|(w, first, iterations, h)| {
-            let spec = first.spec;
-            let mean = h.mean_ps();
+        .map(|g| {
+            let spec = g.first.spec;
+            let t = &g.times_ps;
+            let mean = (!t.is_empty()).then(|| (t.iter().map(|&x| x as u128).sum::<u128>() / t.len() as u128) as u64);
             let op = NcclTestsOp::from(spec.kind);
             let algbw = mean.map(|t| algbw_gbps(spec.bytes, Duration::from_ps(t)));
             CollectiveRow {
-                workload: names.get(w).cloned().unwrap_or_default(),
+                workload: names.get(g.workload).cloned().unwrap_or_default(),
                 op: op_name(spec.kind),
                 algorithm: algo_name(spec.algorithm),
                 ranks: spec.n_ranks,
                 size_bytes: spec.bytes,
-                iterations,
-                completed: h.count() as u32,
+                iterations: g.iterations,
+                completed: t.len() as u32,
                 time_us: mean.map(us),
-                min_time_us: h.min_ps().map(us),
-                max_time_us: h.max_ps().map(us),
-                p50_time_us: h.quantile_ps(0.5).map(us),
-                p90_time_us: h.quantile_ps(0.9).map(us),
-                p99_time_us: h.quantile_ps(0.99).map(us),
+                min_time_us: t.iter().min().map(|&x| us(x)),
+                max_time_us: t.iter().max().map(|&x| us(x)),
+                p50_time_us: g.hist.quantile_ps(0.5).map(us),
+                p90_time_us: g.hist.quantile_ps(0.9).map(us),
+                p99_time_us: g.hist.quantile_ps(0.99).map(us),
                 algbw_gbps: algbw,
                 busbw_gbps: algbw.map(|a| a * busbw_factor(op, spec.n_ranks)),
             }
@@ -139,9 +155,9 @@ pub fn hlog(
         .begin_log_with(&mut out, &mut ser)
         .map_err(|e| e.to_string())?;
     let dur = std::time::Duration::from_nanos(end.ps() / 1000);
-    for (wk, first, _, h) in groups(fabric, instances) {
+    for g in groups(fabric, instances) {
         let name: String = names
-            .get(wk)
+            .get(g.workload)
             .map(String::as_str)
             .unwrap_or("workload")
             .chars()
@@ -153,9 +169,9 @@ pub fn hlog(
                 }
             })
             .collect();
-        let text = format!("{name}:{}", first.spec.bytes);
+        let text = format!("{name}:{}", g.first.spec.bytes);
         let tag = Tag::new(&text).ok_or("invalid histogram tag")?;
-        w.write_histogram(h.inner(), std::time::Duration::ZERO, dur, Some(tag))
+        w.write_histogram(g.hist.inner(), std::time::Duration::ZERO, dur, Some(tag))
             .map_err(|e| format!("{e:?}"))?;
     }
     drop(w);
