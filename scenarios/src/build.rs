@@ -6,15 +6,15 @@ use crate::locate::span_of;
 use crate::schema::{
     BufferSpec, CollectiveAlgo, CollectiveOp, CustomLink, DcqcnPreset, EcnPreset, FabricKind, InfinibandSpec, LinkSpec,
     MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec,
-    TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
+    StripingSpec, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
-use fabrics::collectives::{Algorithm, CollectiveKind, CollectiveSpec, DagLimits};
+use fabrics::collectives::{Algorithm, CollectiveKind, CollectiveSpec, DagLimits, training};
 use fabrics::engine::FlowDeps;
 use fabrics::engine::{
-    DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES, EngineConfig,
-    GbnWindow, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick,
+    Crossbar, DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES,
+    EngineConfig, GbnWindow, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick, Striping,
 };
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
@@ -96,7 +96,24 @@ pub struct Built {
     pub deps: FlowDeps,
     /// The collective instances (with their `[[workload]]` index), for the report.
     pub collectives: Vec<(usize, Instance)>,
+    /// The training-step workloads, for the report.
+    pub training: Vec<TrainingRun>,
     pub limits: RunLimits,
+}
+
+/// Flows, their dependencies, collective instances and training runs.
+type BuiltFlows = (Vec<FlowSpec>, FlowDeps, Vec<(usize, Instance)>, Vec<TrainingRun>);
+
+/// A training-step workload's flows, for the report.
+#[derive(Clone, Debug)]
+pub struct TrainingRun {
+    /// Its `[[workload]]` index.
+    pub workload: usize,
+    pub step: training::TrainingStep,
+    /// Per step; `buckets` index [`TrainingRun::buckets`].
+    pub steps: Vec<training::StepFlows>,
+    /// The bucket AllReduces of every step, in order.
+    pub buckets: Vec<Instance>,
 }
 
 /// What the GPU topologies tell the workloads: how many hosts are GPUs and how they group.
@@ -155,6 +172,9 @@ impl Loaded {
                 WorkloadSpec::Collective {
                     algorithm: Some(CollectiveAlgo::Nvls),
                     ..
+                } | WorkloadSpec::TrainingStep {
+                    algorithm: Some(CollectiveAlgo::Nvls),
+                    ..
                 }
             )
         });
@@ -175,7 +195,7 @@ impl Loaded {
         }
         .map_err(|e| self.err("topology", e.to_string()))?;
         let engine = self.build_engine()?;
-        let (flows, deps, collectives) = self.build_flows(topology.n_hosts() as u32, layout)?;
+        let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
         if end > MAX_END_TIME || end == Duration::ZERO {
             return Err(self.err(
@@ -202,6 +222,7 @@ impl Loaded {
             flows,
             deps,
             collectives,
+            training,
             limits,
         })
     }
@@ -386,10 +407,10 @@ impl Loaded {
                 fabric_link,
                 rail_optimised,
             } => {
-                if !matches!(kind, FabricKind::Infiniband | FabricKind::Ethernet) {
+                if !matches!(kind, FabricKind::Infiniband | FabricKind::Ethernet | FabricKind::Rocev2) {
                     return Err(self.err(
                         "fabric.kind",
-                        "a cluster's network is `infiniband` or `ethernet` (the servers' NVLink and PCIe links run on it)",
+                        "a cluster's network is `infiniband`, `rocev2` or `ethernet` (the servers' NVLink and PCIe links run on it)",
                     ));
                 }
                 if !(1..=MAX_SERVERS).contains(servers) {
@@ -602,6 +623,7 @@ impl Loaded {
             ib,
             roce,
             device_latency: fabrics::engine::DeviceLatency::default(),
+            crossbar: self.crossbar()?,
         })
     }
 
@@ -813,7 +835,34 @@ impl Loaded {
             RoutingSpec::Dmodk => RoutePick::DModK,
             RoutingSpec::Adaptive => RoutePick::Adaptive,
         };
+        cfg.crossbar = self.crossbar()?;
         Ok(cfg)
+    }
+
+    /// `[fabric.crossbar]` into the engine's [`Crossbar`], range-checked.
+    fn crossbar(&self) -> Result<Crossbar, ScenarioError> {
+        let mut c = Crossbar::default();
+        let Some(spec) = &self.scenario.fabric.crossbar else {
+            return Ok(c);
+        };
+        if let Some(st) = spec.striping {
+            c.striping = match st {
+                StripingSpec::Interleaved => Striping::Interleaved,
+                StripingSpec::LeastLoaded => Striping::LeastLoaded,
+            };
+        }
+        if let Some(x) = spec.speedup {
+            let pct = (x * 100.0).round();
+            let range = fabrics::engine::CROSSBAR_SPEEDUP_PERCENT_RANGE;
+            if !x.is_finite() || pct < *range.start() as f64 || pct > *range.end() as f64 {
+                return Err(self.err(
+                    "fabric.crossbar.speedup",
+                    format!("expected 1.0..=10.0 (a multiple of the input link rate), got {x}"),
+                ));
+            }
+            c.speedup_percent = Some(pct as u32);
+        }
+        Ok(c)
     }
 
     /// `[fabric.infiniband]` into the engine's [`IbConfig`], every value range-checked.
@@ -947,11 +996,7 @@ impl Loaded {
     }
 
     #[allow(clippy::type_complexity)]
-    fn build_flows(
-        &self,
-        n_hosts: u32,
-        layout: GpuLayout,
-    ) -> Result<(Vec<FlowSpec>, FlowDeps, Vec<(usize, Instance)>), ScenarioError> {
+    fn build_flows(&self, n_hosts: u32, layout: GpuLayout) -> Result<BuiltFlows, ScenarioError> {
         let streams = RngStreams::new(self.scenario.scenario.seed);
         if self.scenario.workload.is_empty() {
             return Err(self.err("workload", "expected at least one [[workload]]"));
@@ -964,6 +1009,7 @@ impl Loaded {
         }
         let mut plan = FlowPlan::default();
         let mut instances = Vec::new();
+        let mut trainings = Vec::new();
         for (i, w) in self.scenario.workload.iter().enumerate() {
             let field = format!("workload[{i}]");
             // Each workload has its own streams, so adding one does not perturb another.
@@ -992,6 +1038,10 @@ impl Loaded {
                     let before = plan.instances.len();
                     self.push_collective(&mut plan, i, w, layout)?;
                     instances.extend(plan.instances[before..].iter().map(|x| (i, x.clone())));
+                    continue;
+                }
+                WorkloadSpec::TrainingStep { .. } => {
+                    trainings.push(self.push_training(&mut plan, i, w, layout)?);
                     continue;
                 }
                 WorkloadSpec::Flows { flows, .. } => {
@@ -1093,12 +1143,12 @@ impl Loaded {
             }
             plan.push_independent(&flows);
         }
-        let deps = if instances.is_empty() {
+        let deps = if instances.is_empty() && trainings.is_empty() {
             FlowDeps::default()
         } else {
             plan.deps
         };
-        Ok((plan.flows, deps, instances))
+        Ok((plan.flows, deps, instances, trainings))
     }
 
     /// One `[[workload]] kind = "collective"` entry into `plan`.
@@ -1170,22 +1220,7 @@ impl Loaded {
         } else {
             CollectiveAlgo::Ring
         });
-        let algorithm = match algo {
-            CollectiveAlgo::Ring => Algorithm::Ring,
-            CollectiveAlgo::Tree => Algorithm::DoubleBinaryTree,
-            CollectiveAlgo::HalvingDoubling => Algorithm::HalvingDoubling,
-            CollectiveAlgo::Nvls => Algorithm::Nvls,
-            CollectiveAlgo::Direct => Algorithm::Direct,
-            CollectiveAlgo::Hierarchical => {
-                let g = layout.gpus_per_server.ok_or_else(|| {
-                    self.err(
-                        &at("algorithm"),
-                        "`hierarchical` needs a cluster topology (servers of GPUs)",
-                    )
-                })?;
-                Algorithm::Hierarchical { gpus_per_server: g }
-            }
-        };
+        let algorithm = self.algorithm(i, algo, layout)?;
         let spec = CollectiveSpec {
             kind,
             algorithm,
@@ -1212,6 +1247,142 @@ impl Loaded {
             &limits,
         )
         .map_err(|e| self.err(&format!("workload[{i}]"), e.to_string()))
+    }
+
+    /// A collective algorithm of workload `i` (hierarchical takes the cluster's servers).
+    fn algorithm(&self, i: usize, algo: CollectiveAlgo, layout: GpuLayout) -> Result<Algorithm, ScenarioError> {
+        Ok(match algo {
+            CollectiveAlgo::Ring => Algorithm::Ring,
+            CollectiveAlgo::Tree => Algorithm::DoubleBinaryTree,
+            CollectiveAlgo::HalvingDoubling => Algorithm::HalvingDoubling,
+            CollectiveAlgo::Nvls => Algorithm::Nvls,
+            CollectiveAlgo::Direct => Algorithm::Direct,
+            CollectiveAlgo::Hierarchical => {
+                let g = layout.gpus_per_server.ok_or_else(|| {
+                    self.err(
+                        &format!("workload[{i}].algorithm"),
+                        "`hierarchical` needs a cluster topology (servers of GPUs)",
+                    )
+                })?;
+                Algorithm::Hierarchical { gpus_per_server: g }
+            }
+        })
+    }
+
+    /// One `[[workload]] kind = "training_step"` entry into `plan`.
+    fn push_training(
+        &self,
+        plan: &mut FlowPlan,
+        i: usize,
+        w: &WorkloadSpec,
+        layout: GpuLayout,
+    ) -> Result<TrainingRun, ScenarioError> {
+        let WorkloadSpec::TrainingStep {
+            compute,
+            gradient_size,
+            bucket_size,
+            overlap,
+            steps,
+            algorithm,
+            ranks,
+            chunks,
+            channels,
+            reduce_rate,
+            start,
+            class,
+            ..
+        } = w
+        else {
+            unreachable!("called for training workloads only")
+        };
+        let at = |k: &str| format!("workload[{i}].{k}");
+        let n = ranks.unwrap_or(layout.n_gpus);
+        if n < 2 || n > layout.n_gpus {
+            return Err(self.err(
+                &at("ranks"),
+                format!("expected 2..={} ranks (the topology's GPUs), got {n}", layout.n_gpus),
+            ));
+        }
+        for (k, v, max) in [
+            ("chunks", *chunks, MAX_CHUNKS),
+            ("channels", *channels, MAX_CHANNELS),
+            ("steps", *steps, training::MAX_STEPS),
+        ] {
+            if v == 0 || v > max {
+                return Err(self.err(&at(k), format!("expected 1..={max}, got {v}")));
+            }
+        }
+        let g = gradient_size.get().get();
+        if g == 0 || g > MAX_COLLECTIVE_BYTES {
+            return Err(self.err(
+                &at("gradient_size"),
+                format!("expected 1B..={MAX_COLLECTIVE_BYTES}B, got {g}B"),
+            ));
+        }
+        let bucket = bucket_size.map_or(training::DDP_BUCKET_BYTES, |b| b.get().get());
+        if bucket == 0 || g.div_ceil(bucket) > training::MAX_BUCKETS {
+            return Err(self.err(
+                &at(if bucket_size.is_some() {
+                    "bucket_size"
+                } else {
+                    "gradient_size"
+                }),
+                format!(
+                    "expected 1..={} buckets of at least 1B, got {} B in buckets of {bucket} B",
+                    training::MAX_BUCKETS,
+                    g
+                ),
+            ));
+        }
+        if compute.get() > MAX_END_TIME {
+            return Err(self.err(&at("compute"), format!("expected at most {MAX_END_TIME}")));
+        }
+        let algo = algorithm.unwrap_or(CollectiveAlgo::Ring);
+        if algo == CollectiveAlgo::Direct {
+            return Err(self.err(&at("algorithm"), "`direct` is an all_to_all algorithm; an AllReduce is ring, tree, halving_doubling, nvls or hierarchical"));
+        }
+        let step = training::TrainingStep {
+            allreduce: CollectiveSpec {
+                kind: CollectiveKind::AllReduce,
+                algorithm: self.algorithm(i, algo, layout)?,
+                n_ranks: n,
+                bytes: bucket,
+                chunks: *chunks,
+                channels: *channels,
+                reduce_rate: reduce_rate.map(|r| r.get()),
+            },
+            compute: compute.get(),
+            gradient_bytes: g,
+            bucket_bytes: bucket,
+            overlap: *overlap,
+            steps: *steps,
+        };
+        let mut endpoints: Vec<u32> = (0..n).collect();
+        endpoints.extend(layout.nvls_host);
+        let limits = PlanLimits {
+            max_flows: MAX_FLOWS as u64,
+            dag: DagLimits::DEFAULT,
+        };
+        let before = plan.instances.len();
+        let mut flows = plan
+            .push_training(
+                &step,
+                SimTime::ZERO + start.get(),
+                &endpoints,
+                i as u16,
+                *class,
+                &limits,
+            )
+            .map_err(|e| self.err(&format!("workload[{i}]"), e.to_string()))?;
+        for f in &mut flows {
+            f.buckets = f.buckets.start - before..f.buckets.end - before;
+        }
+        Ok(TrainingRun {
+            workload: i,
+            step,
+            steps: flows,
+            buckets: plan.instances[before..].to_vec(),
+        })
     }
 
     fn min_host_rate(&self) -> Result<sim_core::BitsPerSec, ScenarioError> {

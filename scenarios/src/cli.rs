@@ -155,6 +155,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                     if let Some(c) = &r.summary.collectives {
                         let _ = write!(out, "{}", crate::collective_report::table(c));
                     }
+                    if let Some(t) = &r.summary.training {
+                        let _ = write!(out, "{}", crate::training_report::table(t));
+                    }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
                     0
                 }

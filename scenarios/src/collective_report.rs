@@ -7,13 +7,18 @@
 //! algorithm), `(n-1)/n` (ReduceScatter, AllGather, AllToAll), 1 (Broadcast); GB/s = 10^9 B/s.
 //! `t` runs from the instance's start (the previous instance's last delivery) to its last
 //! delivery: no kernel launch or host overheads.
+//!
+//! Completion-time distribution per row: an HdrHistogram of the completed iterations' times
+//! (ps, 3 significant digits, like `fct.hlog`), its 50th/90th/99th percentiles in the row, and
+//! every row's histogram in `collectives.hlog` (one interval-log entry per row, tagged
+//! `<workload>:<size_bytes>`).
 
 use fabrics::collectives::cost::{NcclTestsOp, algbw_gbps, busbw_factor};
 use fabrics::collectives::flows::{Instance, instance_span};
 use fabrics::collectives::{Algorithm, CollectiveKind};
 use fabrics::engine::Fabric;
 use serde::Serialize;
-use sim_core::Duration;
+use sim_core::{Duration, LatencyHistogram, SimTime};
 use std::fmt::Write as _;
 
 /// One row: a workload at one size.
@@ -32,6 +37,10 @@ pub struct CollectiveRow {
     pub time_us: Option<f64>,
     pub min_time_us: Option<f64>,
     pub max_time_us: Option<f64>,
+    /// Percentiles of the completed iterations' times (HdrHistogram, 3 significant digits).
+    pub p50_time_us: Option<f64>,
+    pub p90_time_us: Option<f64>,
+    pub p99_time_us: Option<f64>,
     /// From the mean time, GB/s.
     pub algbw_gbps: Option<f64>,
     pub busbw_gbps: Option<f64>,
@@ -47,7 +56,7 @@ fn op_name(k: CollectiveKind) -> &'static str {
     }
 }
 
-fn algo_name(a: Algorithm) -> &'static str {
+pub(crate) fn algo_name(a: Algorithm) -> &'static str {
     match a {
         Algorithm::Ring => "ring",
         Algorithm::DoubleBinaryTree => "tree",
@@ -58,44 +67,115 @@ fn algo_name(a: Algorithm) -> &'static str {
     }
 }
 
-/// The rows of a finished run; `names[i]` is workload `i`'s name.
-pub fn rows(fabric: &Fabric, instances: &[(usize, Instance)], names: &[String]) -> Vec<CollectiveRow> {
-    let mut out: Vec<CollectiveRow> = Vec::new();
-    let mut times: Vec<u64> = Vec::new();
+/// One row's instances: the workload, the first instance, how many ran, the completed ones'
+/// exact times (ps) and the same in a histogram (for percentiles and `collectives.hlog`).
+struct Group<'a> {
+    workload: usize,
+    first: &'a Instance,
+    iterations: u32,
+    times_ps: Vec<u64>,
+    hist: LatencyHistogram,
+}
+
+/// Per row (consecutive instances of one workload and size).
+fn groups<'a>(fabric: &Fabric, instances: &'a [(usize, Instance)]) -> Vec<Group<'a>> {
+    let mut out = Vec::new();
     let mut k = 0;
     while k < instances.len() {
         let (w, first) = &instances[k];
-        // Instances of one (workload, size) are consecutive.
         let mut end = k;
-        times.clear();
+        let mut g = Group {
+            workload: *w,
+            first,
+            iterations: 0,
+            times_ps: Vec::new(),
+            hist: LatencyHistogram::new(),
+        };
         while end < instances.len() && instances[end].0 == *w && instances[end].1.spec == first.spec {
             if let Some((a, b)) = instance_span(&instances[end].1, fabric.flow_records(), |i| fabric.flow_of_input(i)) {
-                times.push(b.since(a).ps());
+                g.times_ps.push(b.since(a).ps());
+                g.hist.record(b.since(a));
             }
             end += 1;
         }
-        let spec = first.spec;
-        let mean = (!times.is_empty()).then(|| times.iter().map(|&t| t as u128).sum::<u128>() / times.len() as u128);
-        let us = |ps: u64| ps as f64 / 1e6;
-        let op = NcclTestsOp::from(spec.kind);
-        let algbw = mean.map(|t| algbw_gbps(spec.bytes, Duration::from_ps(t as u64)));
-        out.push(CollectiveRow {
-            workload: names.get(*w).cloned().unwrap_or_default(),
-            op: op_name(spec.kind),
-            algorithm: algo_name(spec.algorithm),
-            ranks: spec.n_ranks,
-            size_bytes: spec.bytes,
-            iterations: (end - k) as u32,
-            completed: times.len() as u32,
-            time_us: mean.map(|t| us(t as u64)),
-            min_time_us: times.iter().min().map(|&t| us(t)),
-            max_time_us: times.iter().max().map(|&t| us(t)),
-            algbw_gbps: algbw,
-            busbw_gbps: algbw.map(|a| a * busbw_factor(op, spec.n_ranks)),
-        });
+        g.iterations = (end - k) as u32;
+        out.push(g);
         k = end;
     }
     out
+}
+
+/// The rows of a finished run; `names[i]` is workload `i`'s name. Mean, min and max are
+/// exact; percentiles come from the histogram (3 significant digits).
+pub fn rows(fabric: &Fabric, instances: &[(usize, Instance)], names: &[String]) -> Vec<CollectiveRow> {
+    let us = |ps: u64| ps as f64 / 1e6;
+    groups(fabric, instances)
+        .into_iter()
+        .map(|g| {
+            let spec = g.first.spec;
+            let t = &g.times_ps;
+            let mean = (!t.is_empty()).then(|| (t.iter().map(|&x| x as u128).sum::<u128>() / t.len() as u128) as u64);
+            let op = NcclTestsOp::from(spec.kind);
+            let algbw = mean.map(|t| algbw_gbps(spec.bytes, Duration::from_ps(t)));
+            CollectiveRow {
+                workload: names.get(g.workload).cloned().unwrap_or_default(),
+                op: op_name(spec.kind),
+                algorithm: algo_name(spec.algorithm),
+                ranks: spec.n_ranks,
+                size_bytes: spec.bytes,
+                iterations: g.iterations,
+                completed: t.len() as u32,
+                time_us: mean.map(us),
+                min_time_us: t.iter().min().map(|&x| us(x)),
+                max_time_us: t.iter().max().map(|&x| us(x)),
+                p50_time_us: g.hist.quantile_ps(0.5).map(us),
+                p90_time_us: g.hist.quantile_ps(0.9).map(us),
+                p99_time_us: g.hist.quantile_ps(0.99).map(us),
+                algbw_gbps: algbw,
+                busbw_gbps: algbw.map(|a| a * busbw_factor(op, spec.n_ranks)),
+            }
+        })
+        .collect()
+}
+
+/// `collectives.hlog`: every row's completion-time histogram (module docs).
+pub fn hlog(
+    fabric: &Fabric,
+    instances: &[(usize, Instance)],
+    names: &[String],
+    end: SimTime,
+) -> Result<Vec<u8>, String> {
+    use hdrhistogram::serialization::V2DeflateSerializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    let mut out = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let mut w = IntervalLogWriterBuilder::new()
+        .with_max_value_divisor(1e12)
+        .add_comment("fabricsim collective completion times: values in picoseconds; one histogram per workload and size, tag <workload>:<size_bytes>")
+        .begin_log_with(&mut out, &mut ser)
+        .map_err(|e| e.to_string())?;
+    let dur = std::time::Duration::from_nanos(end.ps() / 1000);
+    for g in groups(fabric, instances) {
+        let name: String = names
+            .get(g.workload)
+            .map(String::as_str)
+            .unwrap_or("workload")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let text = format!("{name}:{}", g.first.spec.bytes);
+        let tag = Tag::new(&text).ok_or("invalid histogram tag")?;
+        w.write_histogram(g.hist.inner(), std::time::Duration::ZERO, dur, Some(tag))
+            .map_err(|e| format!("{e:?}"))?;
+    }
+    drop(w);
+    Ok(out)
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -105,12 +185,12 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// `collectives.csv`.
 pub fn csv(rows: &[CollectiveRow]) -> String {
     let mut s = String::from(
-        "workload,op,algorithm,ranks,size_bytes,iterations,completed,time_us,min_time_us,max_time_us,algbw_gbps,busbw_gbps\n",
+        "workload,op,algorithm,ranks,size_bytes,iterations,completed,time_us,min_time_us,max_time_us,p50_time_us,p90_time_us,p99_time_us,algbw_gbps,busbw_gbps\n",
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.workload,
             r.op,
             r.algorithm,
@@ -121,6 +201,9 @@ pub fn csv(rows: &[CollectiveRow]) -> String {
             opt(r.time_us, 3),
             opt(r.min_time_us, 3),
             opt(r.max_time_us, 3),
+            opt(r.p50_time_us, 3),
+            opt(r.p90_time_us, 3),
+            opt(r.p99_time_us, 3),
             opt(r.algbw_gbps, 2),
             opt(r.busbw_gbps, 2),
         );

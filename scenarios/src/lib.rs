@@ -25,4 +25,5 @@ pub mod report;
 pub mod roce_report;
 pub mod runner;
 pub mod schema;
+pub mod training_report;
 pub mod units;

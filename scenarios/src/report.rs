@@ -38,6 +38,9 @@ pub struct Summary {
     /// Collective workloads (`collective_report.rs`); absent when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub collectives: Option<Vec<crate::collective_report::CollectiveRow>>,
+    /// Training-step workloads (`training_report.rs`); absent when there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<Vec<crate::training_report::TrainingRow>>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -420,6 +423,7 @@ pub fn summarize(
             .map(|r| crate::roce_report::pause_tree(r, fabric, topo, end, n_hotspots))
             .unwrap_or_default(),
         collectives: None,
+        training: None,
     }
 }
 

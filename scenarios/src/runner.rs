@@ -100,6 +100,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         flows,
         deps,
         collectives,
+        training,
         limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
@@ -134,6 +135,10 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     if !coll_rows.is_empty() {
         summary.collectives = Some(coll_rows);
     }
+    let train_rows = crate::training_report::rows(&fabric, &training, &names);
+    if !train_rows.is_empty() {
+        summary.training = Some(train_rows);
+    }
 
     let end = report.end;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
@@ -152,6 +157,17 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     ];
     if let Some(rows) = &summary.collectives {
         files.push(("collectives.csv", crate::collective_report::csv(rows).into_bytes()));
+        let hlog = crate::collective_report::hlog(&fabric, &collectives, &names, report.end);
+        files.push((
+            "collectives.hlog",
+            hlog.map_err(|m| RunError::Output {
+                path: out_dir.display().to_string(),
+                message: m,
+            })?,
+        ));
+    }
+    if let Some(rows) = &summary.training {
+        files.push(("training.csv", crate::training_report::csv(rows).into_bytes()));
     }
     let out_err = |m: String| RunError::Output {
         path: out_dir.display().to_string(),

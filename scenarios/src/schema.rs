@@ -213,6 +213,31 @@ pub struct FabricSpec {
     /// RoCEv2 parameters (only with `kind = "rocev2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roce: Option<RoceSpec>,
+    /// GPU hubs and NVSwitch chips (any fabric kind with GPU servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crossbar: Option<CrossbarSpec>,
+}
+
+/// `[fabric.crossbar]`: striping and internal speed-up of GPU hubs and NVSwitch chips
+/// (`docs/models/nvlink.md`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossbarSpec {
+    /// `interleaved` (default: per-flow round-robin over links to different chips,
+    /// least-loaded over parallel links) or `least_loaded` (every choice by local load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub striping: Option<StripingSpec>,
+    /// Internal speed-up, a multiple of the input link rate, 1.0..=10.0 (two decimals);
+    /// default unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StripingSpec {
+    Interleaved,
+    LeastLoaded,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
@@ -492,6 +517,7 @@ impl Default for FabricSpec {
             sender_rate: None,
             infiniband: None,
             roce: None,
+            crossbar: None,
         }
     }
 }
@@ -603,6 +629,40 @@ pub enum WorkloadSpec {
         #[serde(default)]
         class: u8,
     },
+    /// A data-parallel training step (PyTorch DDP): a compute phase, gradients cut into
+    /// buckets, each bucket AllReduced over the ranks, overlapping the compute or after it
+    /// (`docs/collectives.md`).
+    TrainingStep {
+        /// Compute phase per step; the gradients become ready uniformly over it.
+        compute: TimeSpec,
+        /// Gradient bytes per step.
+        gradient_size: SizeSpec,
+        /// Bucket size (default 25MiB, PyTorch DDP's `bucket_cap_mb`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bucket_size: Option<SizeSpec>,
+        /// Start each bucket's AllReduce when its gradients are ready (default true).
+        #[serde(default = "yes")]
+        overlap: bool,
+        #[serde(default = "one")]
+        steps: u32,
+        /// AllReduce algorithm (default `ring`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        algorithm: Option<CollectiveAlgo>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ranks: Option<u32>,
+        #[serde(default = "one")]
+        chunks: u32,
+        #[serde(default = "one")]
+        channels: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reduce_rate: Option<RateSpec>,
+        #[serde(default = "zero_time")]
+        start: TimeSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default)]
+        class: u8,
+    },
 }
 
 impl WorkloadSpec {
@@ -613,7 +673,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Permutation { name, class, .. }
             | WorkloadSpec::Incast { name, class, .. }
             | WorkloadSpec::Poisson { name, class, .. }
-            | WorkloadSpec::Collective { name, class, .. } => (name.as_deref(), *class),
+            | WorkloadSpec::Collective { name, class, .. }
+            | WorkloadSpec::TrainingStep { name, class, .. } => (name.as_deref(), *class),
         }
     }
 }

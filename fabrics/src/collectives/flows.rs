@@ -121,7 +121,7 @@ impl FlowPlan {
                     Some(b)
                 };
                 let first = self.flows.len() as u32;
-                self.push_dag(&dag, first, barrier, start, endpoint_host, group, class);
+                self.push_dag(&dag, first, barrier.as_slice(), start, endpoint_host, group, class);
                 prev_sinks = sinks(&dag, first);
                 self.instances.push(Instance {
                     spec: s,
@@ -136,12 +136,14 @@ impl FlowPlan {
         Ok(())
     }
 
+    /// Appends the messages of `dag` as flows from input index `first`; its root messages
+    /// depend on `roots` (none: timed flows at `start + gap`).
     #[allow(clippy::too_many_arguments)]
-    fn push_dag(
+    pub(super) fn push_dag(
         &mut self,
         dag: &MessageDag,
         first: u32,
-        barrier: Option<u32>,
+        roots: &[u32],
         start: SimTime,
         endpoint_host: &[u32],
         group: u16,
@@ -152,7 +154,7 @@ impl FlowPlan {
             ds.clear();
             ds.extend(m.deps.iter().map(|&d| first + d));
             if ds.is_empty() {
-                ds.extend(barrier);
+                ds.extend_from_slice(roots);
             }
             // A root of the first instance is a timed flow: its gap delays its start.
             let t = if ds.is_empty() { start + m.gap } else { start };
@@ -170,7 +172,7 @@ impl FlowPlan {
 }
 
 /// Input indices of the messages of `dag` (placed at `first`) that nothing depends on.
-fn sinks(dag: &MessageDag, first: u32) -> Vec<u32> {
+pub(super) fn sinks(dag: &MessageDag, first: u32) -> Vec<u32> {
     let mut has_dependent = vec![false; dag.messages.len()];
     for m in &dag.messages {
         for &d in &m.deps {

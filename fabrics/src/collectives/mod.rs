@@ -32,6 +32,7 @@ pub mod cost;
 pub mod eval;
 pub mod flows;
 pub mod generate;
+pub mod training;
 
 use std::fmt;
 

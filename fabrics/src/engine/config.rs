@@ -39,6 +39,45 @@ pub enum RoutePick {
     Adaptive,
 }
 
+/// How GPU hubs and NVSwitch chips stripe packets over their equal-cost links.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Striping {
+    /// Next hops through different nodes (a hub's links to several NVSwitch chips): per-flow
+    /// round-robin by packet index, oblivious to load (NVLink interleaves addresses over the
+    /// links); parallel links to one node: least-loaded. Every chip then carries exactly its
+    /// share of links of every flow, which a fully loaded crossbar needs (all-to-all).
+    #[default]
+    Interleaved,
+    /// Every choice least-loaded (bytes queued + credits outstanding), ties by flow hash: the
+    /// model before the interleaving; it knows nothing of the congestion at the far chip and
+    /// leaves an 8-GPU all-to-all at 74 % of the crossbar (`docs/validation.md`).
+    LeastLoaded,
+}
+
+/// The crossbar of GPU hubs and NVSwitch chips (virtual output queues, `engine/ib.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crossbar {
+    pub striping: Striping,
+    /// Internal speed-up in percent of an input link's rate: an input moves a packet into the
+    /// crossbar in `wire / (rate x speedup)`, one packet at a time, so with 100 an input feeds
+    /// one output at a time at line rate. `None` = unlimited (an input may feed any number of
+    /// outputs at once: an output-queued switch). Default `None` (assumption: no public
+    /// figure for NVSwitch; at 100 % and more the all-to-all is unchanged, `docs/validation.md`).
+    pub speedup_percent: Option<u32>,
+}
+
+impl Default for Crossbar {
+    fn default() -> Self {
+        Crossbar {
+            striping: Striping::Interleaved,
+            speedup_percent: None,
+        }
+    }
+}
+
+/// Smallest and largest crossbar speed-up accepted, percent.
+pub const CROSSBAR_SPEEDUP_PERCENT_RANGE: std::ops::RangeInclusive<u32> = 100..=1000;
+
 /// Port-to-port latency of the forwarding devices inside GPU servers (node kinds other than
 /// network switches; network switches use [`EngineConfig::switch_latency`]). Defaults and
 /// their sources: `docs/models/nvlink.md`, `docs/models/pcie.md`.
@@ -95,6 +134,8 @@ pub struct EngineConfig {
     pub roce: Option<super::RoceConfig>,
     /// Latencies of GPU-server devices (hubs, NVSwitch, PCIe switches, root complexes, NICs).
     pub device_latency: DeviceLatency,
+    /// Striping and speed-up of GPU hubs and NVSwitch chips.
+    pub crossbar: Crossbar,
 }
 
 impl Default for EngineConfig {
@@ -114,6 +155,7 @@ impl Default for EngineConfig {
             ib: None,
             roce: None,
             device_latency: DeviceLatency::default(),
+            crossbar: Crossbar::default(),
         }
     }
 }

@@ -32,7 +32,11 @@
 //! between outputs (a hub feeding 18 NVLinks from one input would otherwise serve them one
 //! at a time). The output takes the oldest packet (oldest-first arbitration, which for a
 //! crossbar with enough internal speed-up is what iSLIP converges to under uniform load);
-//! HOQLife does not apply (NVLink has none).
+//! HOQLife does not apply (NVLink has none). With a finite internal speed-up
+//! (`EngineConfig::crossbar`) an input moves one packet at a time into the crossbar, taking
+//! `wire / (link rate x speed-up)`; an output then takes the oldest packet whose input is free
+//! (a greedy output-first matching; the first [`XBAR_SCAN_MAX`] packets are looked at) and,
+//! finding none, retries on its port timer when the earliest of those inputs frees up.
 //!
 //! ## HOQLife
 //! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
@@ -51,6 +55,10 @@ use crate::ib::{IbConfig, hoq_life};
 use crate::models::CongestionControl;
 use sim_core::{Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, TimeWeightedGauge, serialization_time};
 use std::collections::{BTreeMap, VecDeque};
+
+/// Packets of a virtual output queue a crossbar output looks at for a free input (finite
+/// speed-up): a bound on the work per decision.
+pub const XBAR_SCAN_MAX: usize = 64;
 
 /// Flow-control update state of one ingress port-VL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +116,12 @@ pub struct IbState {
     voq: Vec<VecDeque<u32>>,
     /// Per port: it belongs to a `voq` node (module docs).
     voq_port: Vec<bool>,
+    /// Per input port of a `voq` node: when its crossbar input is free again (finite
+    /// speed-up only, `EngineConfig::crossbar`).
+    xbar_free_at: Vec<SimTime>,
+    /// Scratch: per VL, the position in its virtual output queue of the packet
+    /// `xbar_candidate` found.
+    xbar_pick: [usize; 16],
     /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
     rx_init: Vec<u64>,
     free_blocks: Vec<u32>,
@@ -202,6 +216,8 @@ impl IbState {
             inq: vec![VecDeque::new(); n * nv],
             voq: vec![VecDeque::new(); n * nv],
             voq_port,
+            xbar_free_at: vec![SimTime::ZERO; n],
+            xbar_pick: [0; 16],
             rx_init,
             free_blocks,
             abr: vec![0; n * nv],
@@ -453,6 +469,41 @@ impl Fabric {
         if next != SimTime::MAX {
             self.ib_arm_timer(s, x, next);
         }
+        if self.ibr().voq_port[x as usize] {
+            // A crossbar output waiting for a busy input (finite speed-up) retries.
+            self.ib_switch_try_start(s, x);
+        }
+    }
+
+    /// The packet crossbar output `p` would take on `vl` now: the oldest in its virtual
+    /// output queue whose input is free (always the oldest with unlimited speed-up; only the
+    /// first [`XBAR_SCAN_MAX`] are looked at). Its position goes to `xbar_pick`. With every
+    /// input looked at busy, the port's timer is armed for the earliest to free up.
+    fn xbar_candidate<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) -> Option<u32> {
+        let now = s.now();
+        let ib = self.ibr();
+        let q = &ib.voq[ib.ix(p, vl)];
+        let &first = q.front()?;
+        let mut found = None;
+        let mut earliest = SimTime::MAX;
+        if self.cfg.crossbar.speedup_percent.is_none() {
+            found = Some((0, first));
+        } else {
+            for (k, &id) in q.iter().take(XBAR_SCAN_MAX).enumerate() {
+                let free = ib.xbar_free_at[self.packets.get(id).ingress_port as usize];
+                if free <= now {
+                    found = Some((k, id));
+                    break;
+                }
+                earliest = earliest.min(free);
+            }
+        }
+        if let Some((k, id)) = found {
+            self.ibs().xbar_pick[vl as usize] = k;
+            return Some(id);
+        }
+        self.ib_arm_timer(s, p, earliest);
+        None
     }
 
     /// HOQLife expired for the head of input (`x`, `vl`): drop it.
@@ -566,7 +617,7 @@ impl Fabric {
             return;
         }
         // A switch input buffer.
-        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl);
+        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.aux);
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(
@@ -621,18 +672,19 @@ impl Fabric {
         let mut ready = 0u16;
         let voq = self.ibr().voq_port[p as usize];
         for vl in 0..nv {
-            let ib = self.ibr();
             let head = if voq {
-                let Some(&id) = ib.voq[ib.ix(p, vl)].front() else {
+                let Some(id) = self.xbar_candidate(s, p, vl) else {
                     continue;
                 };
                 id
             } else {
+                let ib = self.ibr();
                 let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
                     continue;
                 };
                 *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head")
             };
+            let ib = self.ibr();
             let b = ib.cfg.credits(self.packets.get(head).wire_bytes) as u64;
             if b <= ib.avail(p, vl) {
                 ready |= 1 << vl;
@@ -652,8 +704,16 @@ impl Fabric {
         };
         let o = ib.ix(p, vl);
         let (x, id) = if voq {
-            let id = ib.voq[o].pop_front().expect("ready VL has a packet");
-            (self.packets.get(id).ingress_port, id)
+            let k = self.ibr().xbar_pick[vl as usize];
+            let ib = self.ibs();
+            let id = ib.voq[o].remove(k).expect("ready VL has a packet");
+            let x = self.packets.get(id).ingress_port;
+            if let Some(pct) = self.cfg.crossbar.speedup_percent {
+                let rate = sim_core::BitsPerSec(self.ports[x as usize].rate.get() * pct as u64 / 100);
+                let wire = self.packets.get(id).wire_bytes as u64;
+                self.ibs().xbar_free_at[x as usize] = now + serialization_time(Bytes(wire), rate);
+            }
+            (x, id)
         } else {
             let x = ib.requests[o].pop_front().expect("ready VL has a requester");
             let i = ib.ix(x, vl);
@@ -844,6 +904,8 @@ impl Fabric {
             .pop_front()
             .expect("candidate flow");
         let id = self.cut_packet(now, f, vl);
+        // Data on the credit path: `aux` = the packet's index in its flow (striping uses it).
+        self.packets.get_mut(id).aux = self.records[f as usize].packets_sent - 1;
         let wire = self.packets.get(id).wire_bytes;
         let b = self.ibr().cfg.credits(wire);
         let ib = self.ibs();

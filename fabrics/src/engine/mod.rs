@@ -168,6 +168,8 @@ pub struct Fabric {
     /// Per node: spray packets over equal-cost next hops by load, whatever `route_pick` says
     /// (GPU hubs and NVSwitch chips stripe NVLink traffic over parallel links per packet).
     spray: Vec<bool>,
+    /// Per port: its link is an `Internal` attachment (never a bottleneck).
+    internal_port: Vec<bool>,
     buffer: AnyBuffer,
     flow_control: AnyFlowControl,
     marking: AnyMarking,
@@ -399,6 +401,7 @@ impl Fabric {
             deps: dep_state,
             input_to_flow,
             spray,
+            internal_port,
             pkt_latency: LatencyHistogram::new(),
             fct: LatencyHistogram::new(),
             totals: RunTotals::default(),
@@ -714,7 +717,7 @@ impl Fabric {
 
     /// [`Fabric::route`] on an InfiniBand fabric, where adaptive routing also weighs the
     /// credits outstanding on virtual lane `vl`.
-    fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8) -> u32 {
+    fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8, packet_index: u64) -> u32 {
         if self.cfg.route_pick != RoutePick::Adaptive && !self.spray[node as usize] {
             return self.route(node, dst, flow_hash);
         }
@@ -725,6 +728,20 @@ impl Fabric {
         }
         let ib = self.ib.as_ref().expect("InfiniBand fabric");
         let start = ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]);
+        if self.spray[node as usize] && self.cfg.crossbar.striping == Striping::Interleaved {
+            // Next hops through different nodes (a GPU hub's links to several NVSwitch chips):
+            // oblivious per-flow round-robin, so every path carries its share of links of every
+            // flow, whatever the local queues say (NVLink's address interleaving over links).
+            // Parallel links to one node keep least-loaded spraying (balancing them locally is
+            // exact).
+            // Internal attachments (the NVLS endpoint's links to the chips) are no bottleneck:
+            // their far ends differ in capacity, so they keep least-loaded spraying.
+            let peer = |j: usize| self.ports[(base + hops[j] as u32) as usize].peer_node;
+            let first = peer(0);
+            if !self.internal_port[(base + hops[0] as u32) as usize] && (1..hops.len()).any(|j| peer(j) != first) {
+                return base + hops[(start + packet_index as usize) % hops.len()] as u32;
+            }
+        }
         let pick = (0..hops.len())
             .map(|k| (start + k) % hops.len())
             .min_by_key(|&j| {
