@@ -17,7 +17,8 @@
 //! behind it, so a lightly loaded hop costs one event, a busy one two.
 //!
 //! ## Event origins (tie-break rule 2 of sim-core)
-//! `TxDone(p)` has origin `p`; `Arrive(p)` has origin `P + p` (`P` = number of ports); a host's
+//! `TxDone(p)` has origin `p`; `Arrive(p)` and `CtrlArrive(p)` (the port's control pipe:
+//! flow-control and PAUSE frames) have origin `P + p` (`P` = number of ports); a host's
 //! NIC wake-up has origin `2P + host`; flow arrivals have origin `2P + H`; port timers
 //! (`PortTimer(p)`) have origin `2P + H + 1 + p`. So at one instant departures are handled
 //! before arrivals: a queue frees its slot before a newcomer is judged.
