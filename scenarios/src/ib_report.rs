@@ -49,32 +49,7 @@ pub fn counters(ib: &IbState, fabric: &Fabric, end: SimTime) -> Vec<(&'static st
 /// `n` edges. Edges whose downstream head waited for nothing (credits in flight) come last.
 pub fn congestion_tree(ib: &IbState, fabric: &Fabric, topo: &Topology, n: usize) -> Vec<TreeEdge> {
     let names = names(topo);
-    let edges = ib.congestion_edges();
-    let stalled: std::collections::BTreeSet<u32> = edges.iter().map(|e| e.0).collect();
-    let mut order: Vec<(u32, u32, u64)> = Vec::with_capacity(edges.len());
-    let mut placed = vec![false; edges.len()];
-    // Level 0: the roots' direct dependants; then whoever waits for those, and so on.
-    let mut frontier: Vec<u32> = edges
-        .iter()
-        .map(|e| e.1)
-        .filter(|c| *c != u32::MAX && !stalled.contains(c))
-        .collect();
-    frontier.sort_unstable();
-    frontier.dedup();
-    while !frontier.is_empty() {
-        let mut next = Vec::new();
-        for (i, e) in edges.iter().enumerate() {
-            if !placed[i] && frontier.contains(&e.1) {
-                placed[i] = true;
-                order.push(*e);
-                next.push(e.0);
-            }
-        }
-        next.sort_unstable();
-        next.dedup();
-        frontier = next;
-    }
-    order.extend(edges.iter().enumerate().filter(|(i, _)| !placed[*i]).map(|(_, e)| *e));
+    let order = crate::report::breadth_first_from_roots(&ib.congestion_edges(), |e| e.0, |e| e.1);
     order
         .into_iter()
         .take(n)

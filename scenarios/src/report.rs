@@ -663,3 +663,36 @@ pub fn terminal_table(s: &Summary) -> String {
     }
     o
 }
+
+/// Orders the edges of a "who waits for whom" forest breadth-first from its roots: an edge
+/// says that `child(e)` waits for `parent(e)`; a root is a parent that never waits itself
+/// (`u32::MAX` = no parent). Within a level edges keep their input order (callers pass them
+/// longest first); edges not reachable from a root (cycles: a deadlock) come last, in order.
+/// Used for the InfiniBand congestion tree and the RoCEv2 pause tree.
+pub fn breadth_first_from_roots<T: Copy>(edges: &[T], child: impl Fn(&T) -> u32, parent: impl Fn(&T) -> u32) -> Vec<T> {
+    let children: std::collections::BTreeSet<u32> = edges.iter().map(&child).collect();
+    let mut frontier: Vec<u32> = edges
+        .iter()
+        .map(&parent)
+        .filter(|p| *p != u32::MAX && !children.contains(p))
+        .collect();
+    frontier.sort_unstable();
+    frontier.dedup();
+    let mut placed = vec![false; edges.len()];
+    let mut order = Vec::with_capacity(edges.len());
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for (i, e) in edges.iter().enumerate() {
+            if !placed[i] && frontier.binary_search(&parent(e)).is_ok() {
+                placed[i] = true;
+                order.push(*e);
+                next.push(child(e));
+            }
+        }
+        next.sort_unstable();
+        next.dedup();
+        frontier = next;
+    }
+    order.extend(edges.iter().zip(&placed).filter(|(_, p)| !**p).map(|(e, _)| *e));
+    order
+}

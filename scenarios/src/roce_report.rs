@@ -175,32 +175,9 @@ pub struct TreeEdge {
 /// starts at its egress); the next level holds the ports its PAUSEs stopped, then the ports
 /// the nodes of those ports paused, and so on. Edges on a cycle (deadlock) come last.
 pub fn pause_tree(r: &RoceState, f: &Fabric, topo: &Topology, end: SimTime, n: usize) -> Vec<TreeEdge> {
-    let edges = r.pause_edges(end); // longest first
     let node = |p: u32| f.ports()[p as usize].node;
-    let paused_nodes: std::collections::BTreeSet<u32> = edges.iter().map(|e| node(e.0)).collect();
-    let mut placed = vec![false; edges.len()];
-    let mut order = Vec::with_capacity(edges.len());
-    let mut frontier: Vec<u32> = edges
-        .iter()
-        .map(|e| node(e.1))
-        .filter(|x| !paused_nodes.contains(x))
-        .collect();
-    frontier.sort_unstable();
-    frontier.dedup();
-    while !frontier.is_empty() {
-        let mut next = Vec::new();
-        for (i, e) in edges.iter().enumerate() {
-            if !placed[i] && frontier.contains(&node(e.1)) {
-                placed[i] = true;
-                order.push(*e);
-                next.push(node(e.0));
-            }
-        }
-        next.sort_unstable();
-        next.dedup();
-        frontier = next;
-    }
-    order.extend(edges.iter().enumerate().filter(|(i, _)| !placed[*i]).map(|(_, e)| *e));
+    // Edges longest first; a node waits for the node that paused one of its ports.
+    let order = crate::report::breadth_first_from_roots(&r.pause_edges(end), |e| node(e.0), |e| node(e.1));
     order
         .into_iter()
         .take(n)
