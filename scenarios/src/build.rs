@@ -914,6 +914,19 @@ impl Loaded {
         };
         c.vl_buffer_blocks = credits("vl_buffer", spec.vl_buffer, c.vl_buffer_blocks)?;
         c.hca_vl_buffer_blocks = credits("hca_vl_buffer", spec.hca_vl_buffer, c.hca_vl_buffer_blocks)?;
+        if let Some(pool) = spec.shared_pool {
+            let b = pool.get().get();
+            if b % 64 != 0 || b / 64 > MAX_IB_BUFFER_BLOCKS {
+                return Err(self.err(
+                    &at("shared_pool"),
+                    format!(
+                        "expected whole 64-byte credits up to {}B, got {b}B",
+                        MAX_IB_BUFFER_BLOCKS * 64
+                    ),
+                ));
+            }
+            c.shared_pool_blocks = (b / 64) as u32;
+        }
         if let Some(t) = spec.credit_update_interval {
             if t.get() > Duration::from_ms(1) {
                 return Err(self.err(

@@ -431,6 +431,10 @@ pub struct InfinibandSpec {
     /// Input buffer per VL of every switch port (default 64KiB = 1024 credits); whole 64-B credits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vl_buffer: Option<SizeSpec>,
+    /// Shared pool per switch input port on top of the static per-VL buffers (default 0 =
+    /// none); whole 64-B credits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_pool: Option<SizeSpec>,
     /// Receive buffer per VL of every HCA (default 64KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hca_vl_buffer: Option<SizeSpec>,

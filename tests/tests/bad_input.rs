@@ -1162,6 +1162,12 @@ fn infiniband_values_out_of_range() {
             &["0..=31", "40"],
         ),
         (
+            "pool.toml",
+            "shared_pool = \"1000B\"",
+            "fabric.infiniband.shared_pool",
+            &["64-byte credits", "1000B"],
+        ),
+        (
             "cc.toml",
             "cc = { threshold = 16 }",
             "fabric.infiniband.cc.threshold",

@@ -125,6 +125,10 @@ pub struct IbState {
     /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
     rx_init: Vec<u64>,
     free_blocks: Vec<u32>,
+    /// Shared-pool blocks lent to each ingress port-VL (part of its `free_blocks` promise).
+    pool_lent: Vec<u32>,
+    /// Shared-pool blocks of each ingress port not lent to any VL.
+    pool_free: Vec<u32>,
     abr: Vec<u64>,
     head_deadline: Vec<SimTime>,
     fc_state: Vec<FcState>,
@@ -220,6 +224,11 @@ impl IbState {
             xbar_pick: [0; 16],
             rx_init,
             free_blocks,
+            pool_lent: vec![0; n * nv],
+            pool_free: own_is_host
+                .iter()
+                .map(|&host| if host { 0 } else { cfg.shared_pool_blocks })
+                .collect(),
             abr: vec![0; n * nv],
             head_deadline: vec![SimTime::MAX; n * nv],
             fc_state: vec![FcState::Idle; n * nv],
@@ -381,6 +390,16 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
+        // Shared pool: the VL this update is for borrows whatever the pool has free, and this
+        // update advertises it. FCCL only ever grows, so lent blocks come back to the pool
+        // only as that VL's packets leave (`ib_free_input`); the next update lends them again,
+        // to whichever VL sends first. HCA ports have no pool.
+        let lend = ib.pool_free[x as usize];
+        if lend > 0 {
+            ib.pool_free[x as usize] = 0;
+            ib.pool_lent[i] += lend;
+            ib.free_blocks[i] += lend;
+        }
         let fccl = ib.abr[i] + ib.free_blocks[i] as u64;
         ib.fc_state[i] = FcState::Idle;
         ib.fc_last_sent[i] = now;
@@ -548,6 +567,11 @@ impl Fabric {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         ib.free_blocks[i] += b;
+        // Lent pool blocks go back first: the space is not re-advertised to this VL.
+        let back = ib.pool_lent[i].min(b);
+        ib.pool_lent[i] -= back;
+        ib.free_blocks[i] -= back;
+        ib.pool_free[x as usize] += back;
         ib.in_blocks[x as usize] -= b as u64;
         let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
         ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);

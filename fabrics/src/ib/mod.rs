@@ -82,6 +82,10 @@ pub struct IbConfig {
     /// Receive buffer per VL of every HCA, in credits. HCAs drain it at once (into host
     /// memory), so it only sets how many credits the HCA advertises.
     pub hca_vl_buffer_blocks: u32,
+    /// Shared pool per switch input port, in credits, on top of the static per-VL buffers
+    /// (0 = none). The free pool is lent to the VL whose flow-control packet goes out next
+    /// (and advertised in it); lent blocks return to the pool as that VL's packets leave.
+    pub shared_pool_blocks: u32,
     pub credit_update: CreditUpdatePolicy,
     /// VL arbitration tables of every output port (switches and HCAs).
     pub vlarb: VlArbConfig,
@@ -116,6 +120,7 @@ impl IbConfig {
             sl2vl,
             vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
             hca_vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
+            shared_pool_blocks: 0,
             credit_update: CreditUpdatePolicy::default(),
             vlarb: VlArbConfig::opensm_default(n),
             hoq_life_switch: DEFAULT_HOQ_LIFE_SWITCH,
