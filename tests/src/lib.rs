@@ -23,6 +23,16 @@ pub fn link(gbps: u64, delay_ns: u64) -> LinkInfo {
     }
 }
 
+/// A flow of `size_bytes` from host `src` to host `dst` at time zero, class 0.
+pub fn flow(src: u32, dst: u32, size_bytes: u64) -> FlowSpec {
+    FlowSpec {
+        src,
+        dst,
+        size: sim_core::Bytes(size_bytes),
+        ..Default::default()
+    }
+}
+
 /// Builds the engine for `topo` with ECMP routes and runs it to completion (or `limits`).
 pub fn run(topo: &Topology, cfg: EngineConfig, flows: Vec<FlowSpec>, limits: RunLimits) -> (Fabric, RunReport) {
     let routes = Routes::ecmp(topo);

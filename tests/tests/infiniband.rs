@@ -7,6 +7,7 @@ use fabrics::ib::{IbConfig, IbSpeed};
 use fabrics::routing::Routes;
 use fabrics::topology::{LinkInfo, LinkKind, Topology};
 use fabrics::traffic::FlowSpec;
+use fabricsim_tests::flow;
 use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, RunOutcome, SimTime, serialization_time};
 
 fn ib_link(speed: IbSpeed, metres: u64) -> LinkInfo {
@@ -23,15 +24,6 @@ fn ib_cfg(ib: IbConfig) -> EngineConfig {
         header_bytes: BASE_HEADER_BYTES,
         switch_latency: fabrics::ib::DEFAULT_IB_SWITCH_LATENCY,
         ib: Some(ib),
-        ..Default::default()
-    }
-}
-
-fn flow(src: u32, dst: u32, size: u64) -> FlowSpec {
-    FlowSpec {
-        src,
-        dst,
-        size: Bytes(size),
         ..Default::default()
     }
 }

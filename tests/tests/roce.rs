@@ -6,7 +6,7 @@ use fabrics::models::pfc::{MAX_PAUSE_QUANTA, pause_duration, quantum_duration};
 use fabrics::models::{DcqcnParams, RedParams, TimelyParams};
 use fabrics::topology::{LinkInfo, LinkKind, Topology};
 use fabrics::traffic::FlowSpec;
-use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, RunOutcome, SimTime};
+use sim_core::{BitsPerSec, Duration, RunLimits, RunOutcome, SimTime};
 
 const MTU: u32 = 4096;
 const HEADER: u32 = 82;
@@ -31,13 +31,11 @@ fn cfg(roce: RoceConfig) -> EngineConfig {
     }
 }
 
+/// A flow on the lossless priority.
 fn flow(src: u32, dst: u32, size: u64) -> FlowSpec {
     FlowSpec {
-        src,
-        dst,
-        size: Bytes(size),
         class: PRIO,
-        ..Default::default()
+        ..fabricsim_tests::flow(src, dst, size)
     }
 }
 
