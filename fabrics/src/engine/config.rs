@@ -64,6 +64,9 @@ pub struct Crossbar {
     /// outputs at once: an output-queued switch). Default `None` (assumption: no public
     /// figure for NVSwitch; at 100 % and more the all-to-all is unchanged, `docs/validation.md`).
     pub speedup_percent: Option<u32>,
+    /// Which packet a free crossbar output takes from its virtual output queue. Default
+    /// [`XbarArbitration::OldestFirst`].
+    pub arbitration: XbarArbitration,
 }
 
 impl Default for Crossbar {
@@ -71,8 +74,31 @@ impl Default for Crossbar {
         Crossbar {
             striping: Striping::Interleaved,
             speedup_percent: None,
+            arbitration: XbarArbitration::OldestFirst,
         }
     }
+}
+
+/// Crossbar arbitration of GPU hubs and NVSwitch chips: which packet of its virtual output
+/// queue a free output takes (`engine/ib.rs` module docs, `docs/models/nvlink.md`). "Eligible"
+/// means its input is free to move a packet into the crossbar (always, with unlimited
+/// speed-up). Only the first [`crate::engine::XBAR_SCAN_MAX`] packets of a queue are looked at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XbarArbitration {
+    /// The oldest eligible packet (greedy output-first matching; with unlimited speed-up the
+    /// oldest packet). The model before arbitration became configurable.
+    #[default]
+    OldestFirst,
+    /// Round-robin over the node's input ports: each output keeps a pointer and takes the
+    /// oldest eligible packet from the first input at or after it, then moves the pointer one
+    /// past that input.
+    RoundRobin,
+    /// iSLIP (McKeown, IEEE/ACM ToN 1999), one iteration, applied per output decision: the
+    /// output grants the first input at or after its grant pointer that has a packet for it
+    /// (eligible or not); the input accepts if it is free. Only an accepted grant moves the
+    /// output's grant pointer (one past the input) and the input's accept pointer (one past
+    /// the output); a refused grant leaves the output idle until that input frees up.
+    Islip,
 }
 
 /// Smallest and largest crossbar speed-up accepted, percent.
