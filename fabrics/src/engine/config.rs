@@ -93,11 +93,13 @@ pub enum XbarArbitration {
     /// oldest eligible packet from the first input at or after it, then moves the pointer one
     /// past that input.
     RoundRobin,
-    /// iSLIP (McKeown, IEEE/ACM ToN 1999), one iteration, applied per output decision: the
-    /// output grants the first input at or after its grant pointer that has a packet for it
-    /// (eligible or not); the input accepts if it is free. Only an accepted grant moves the
-    /// output's grant pointer (one past the input) and the input's accept pointer (one past
-    /// the output); a refused grant leaves the output idle until that input frees up.
+    /// iSLIP (McKeown, IEEE/ACM ToN 1999) applied per output decision: the output grants
+    /// round-robin from its grant pointer among inputs with a packet for it; an input accepts
+    /// if it is free (one output decides at a time, so there is no competing grant); a
+    /// refused output grants on to the next input (later iterations) and takes the same packet
+    /// round-robin would. Pointers move (grant: one past the input; the input's accept: one
+    /// past the output) only when the first grant was accepted, iSLIP's desynchronising
+    /// rule. Same as round-robin with unlimited speed-up.
     Islip,
 }
 

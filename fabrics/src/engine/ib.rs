@@ -38,6 +38,27 @@
 //! (a greedy output-first matching; the first [`XBAR_SCAN_MAX`] packets are looked at) and,
 //! finding none, retries on its port timer when the earliest of those inputs frees up.
 //!
+//! `Crossbar::arbitration` chooses among the packets an output may take ("eligible": its
+//! input is free, always so with unlimited speed-up). `OldestFirst` (default): the above.
+//! `RoundRobin`: each output keeps a grant pointer over its node's input ports (node-local
+//! index) and takes the oldest eligible packet of the first input at or after it, then moves
+//! the pointer one past that input. `Islip`: McKeown's iSLIP (IEEE/ACM ToN 1999) mapped onto
+//! this asynchronous engine, where outputs free up one at a time instead of in slots. Each
+//! output decision is one iSLIP round for that output alone: request = every input with a
+//! packet in the output's queue (busy or not); grant = the first requester at or after the
+//! output's grant pointer; accept = the input accepts if it is free (the accept pointer would
+//! arbitrate among several outputs granting the same input in one slot, which cannot happen
+//! with one output deciding at a time, so it is kept but decides nothing); a refused grant
+//! goes on to the next requester, as iSLIP's later iterations match unmatched outputs to
+//! unmatched inputs, so the packet taken is the one round-robin takes. The grant pointer
+//! moves one past the input, and that input's accept pointer one past the output, only when
+//! the first grant was accepted (iSLIP updates pointers in the first iteration only: the
+//! rule that desynchronises the outputs' pointers). Not modelled: slots (decisions are not
+//! synchronised, so no simultaneous grants, no input choosing among outputs), a bounded
+//! number of iterations (an output always reaches a free requester if there is one), and
+//! request/grant/accept latency. Round-robin and iSLIP look at the first [`XBAR_RR_SCAN_MAX`]
+//! packets of a queue.
+//!
 //! ## HOQLife
 //! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
 //! opensm defaults ≈ 268 ms towards CAs, ≈ 1.07 s between switches) is dropped: the only loss.
@@ -508,10 +529,10 @@ impl Fabric {
     }
 
     /// The packet crossbar output `p` would take on `vl` now under `Crossbar::arbitration`
-    /// (module docs); only the first [`XBAR_SCAN_MAX`] packets of its virtual output queue are
-    /// looked at. Its position goes to `xbar_pick`. Finding none it can take (every input
-    /// looked at busy, or iSLIP's grant refused), the port's timer is armed for when the
-    /// earliest such input frees up.
+    /// (module docs); only the first [`XBAR_SCAN_MAX`] ([`XBAR_RR_SCAN_MAX`] for round-robin
+    /// and iSLIP) packets of its virtual output queue are looked at. Its position goes to
+    /// `xbar_pick`. With every input looked at busy, the port's timer is armed for when the
+    /// earliest frees up.
     fn xbar_candidate<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) -> Option<u32> {
         let now = s.now();
         let ib = self.ibr();
