@@ -14,7 +14,7 @@ use fabrics::collectives::{Algorithm, CollectiveKind, CollectiveSpec, DagLimits,
 use fabrics::engine::FlowDeps;
 use fabrics::engine::{
     Crossbar, DEFAULT_CNP_INTERVAL, DEFAULT_PORT_BUFFER_BYTES, DEFAULT_SWITCH_LATENCY, ETHERNET_ROCE_HEADER_BYTES,
-    EngineConfig, GbnWindow, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick, Striping,
+    EngineConfig, GbnWindow, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick, Striping, XbarArbitration,
 };
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
@@ -861,6 +861,19 @@ impl Loaded {
                 ));
             }
             c.speedup_percent = Some(pct as u32);
+        }
+        if let Some(a) = &spec.arbitration {
+            c.arbitration = match a.as_str() {
+                "oldest" => XbarArbitration::OldestFirst,
+                "round_robin" => XbarArbitration::RoundRobin,
+                "islip" => XbarArbitration::Islip,
+                _ => {
+                    return Err(self.err(
+                        "fabric.crossbar.arbitration",
+                        format!("expected \"oldest\", \"round_robin\" or \"islip\", got {a:?}"),
+                    ));
+                }
+            };
         }
         Ok(c)
     }

@@ -231,6 +231,11 @@ pub struct CrossbarSpec {
     /// default unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speedup: Option<f64>,
+    /// Crossbar arbitration: `oldest` (default: the oldest packet whose input is free),
+    /// `round_robin` (per-output pointer over the inputs) or `islip` (single-iteration iSLIP
+    /// per output decision; `docs/models/nvlink.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arbitration: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]

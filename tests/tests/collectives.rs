@@ -173,6 +173,7 @@ fn nvswitch_all_to_all_and_output_contention() {
             crossbar: Crossbar {
                 striping,
                 speedup_percent,
+                ..Crossbar::default()
             },
             ..EngineConfig::nvlink()
         };
@@ -383,6 +384,12 @@ size = "1MiB"
             "kind = \"nvlink\"\ncrossbar = { speedup = 0.5 }",
             "fabric.crossbar.speedup",
             "1.0..=10.0",
+        ),
+        (
+            "kind = \"nvlink\"",
+            "kind = \"nvlink\"\ncrossbar = { arbitration = \"fifo\" }",
+            "fabric.crossbar.arbitration",
+            "\"round_robin\"",
         ),
     ];
     for (i, (from, to, field, want)) in cases.iter().enumerate() {

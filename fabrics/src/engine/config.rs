@@ -64,6 +64,9 @@ pub struct Crossbar {
     /// outputs at once: an output-queued switch). Default `None` (assumption: no public
     /// figure for NVSwitch; at 100 % and more the all-to-all is unchanged, `docs/validation.md`).
     pub speedup_percent: Option<u32>,
+    /// Which packet a free crossbar output takes from its virtual output queue. Default
+    /// [`XbarArbitration::OldestFirst`].
+    pub arbitration: XbarArbitration,
 }
 
 impl Default for Crossbar {
@@ -71,8 +74,33 @@ impl Default for Crossbar {
         Crossbar {
             striping: Striping::Interleaved,
             speedup_percent: None,
+            arbitration: XbarArbitration::OldestFirst,
         }
     }
+}
+
+/// Crossbar arbitration of GPU hubs and NVSwitch chips: which packet of its virtual output
+/// queue a free output takes (`engine/ib.rs` module docs, `docs/models/nvlink.md`). "Eligible"
+/// means its input is free to move a packet into the crossbar (always, with unlimited
+/// speed-up). Only the first [`crate::engine::XBAR_SCAN_MAX`] packets of a queue are looked at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum XbarArbitration {
+    /// The oldest eligible packet (greedy output-first matching; with unlimited speed-up the
+    /// oldest packet). The model before arbitration became configurable.
+    #[default]
+    OldestFirst,
+    /// Round-robin over the node's input ports: each output keeps a pointer and takes the
+    /// oldest eligible packet from the first input at or after it, then moves the pointer one
+    /// past that input.
+    RoundRobin,
+    /// iSLIP (McKeown, IEEE/ACM ToN 1999) applied per output decision: the output grants
+    /// round-robin from its grant pointer among inputs with a packet for it; an input accepts
+    /// if it is free (one output decides at a time, so there is no competing grant); a
+    /// refused output grants on to the next input (later iterations) and takes the same packet
+    /// round-robin would. Pointers move (grant: one past the input; the input's accept: one
+    /// past the output) only when the first grant was accepted, iSLIP's desynchronising
+    /// rule. Same as round-robin with unlimited speed-up.
+    Islip,
 }
 
 /// Smallest and largest crossbar speed-up accepted, percent.

@@ -38,6 +38,27 @@
 //! (a greedy output-first matching; the first [`XBAR_SCAN_MAX`] packets are looked at) and,
 //! finding none, retries on its port timer when the earliest of those inputs frees up.
 //!
+//! `Crossbar::arbitration` chooses among the packets an output may take ("eligible": its
+//! input is free, always so with unlimited speed-up). `OldestFirst` (default): the above.
+//! `RoundRobin`: each output keeps a grant pointer over its node's input ports (node-local
+//! index) and takes the oldest eligible packet of the first input at or after it, then moves
+//! the pointer one past that input. `Islip`: McKeown's iSLIP (IEEE/ACM ToN 1999) mapped onto
+//! this asynchronous engine, where outputs free up one at a time instead of in slots. Each
+//! output decision is one iSLIP round for that output alone: request = every input with a
+//! packet in the output's queue (busy or not); grant = the first requester at or after the
+//! output's grant pointer; accept = the input accepts if it is free (the accept pointer would
+//! arbitrate among several outputs granting the same input in one slot, which cannot happen
+//! with one output deciding at a time, so it is kept but decides nothing); a refused grant
+//! goes on to the next requester, as iSLIP's later iterations match unmatched outputs to
+//! unmatched inputs, so the packet taken is the one round-robin takes. The grant pointer
+//! moves one past the input, and that input's accept pointer one past the output, only when
+//! the first grant was accepted (iSLIP updates pointers in the first iteration only: the
+//! rule that desynchronises the outputs' pointers). Not modelled: slots (decisions are not
+//! synchronised, so no simultaneous grants, no input choosing among outputs), a bounded
+//! number of iterations (an output always reaches a free requester if there is one), and
+//! request/grant/accept latency. Round-robin and iSLIP look at the first [`XBAR_RR_SCAN_MAX`]
+//! packets of a queue.
+//!
 //! ## HOQLife
 //! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
 //! opensm defaults ≈ 268 ms towards CAs, ≈ 1.07 s between switches) is dropped: the only loss.
@@ -48,7 +69,7 @@
 //! with `victim_mask`. The destination HCA answers a FECN packet with a congestion
 //! notification packet (BECN) to the source, whose flow then slows down (`ib/cc.rs`).
 
-use super::{Ev, Fabric, Packet, PacketKind};
+use super::{Ev, Fabric, Packet, PacketKind, XbarArbitration};
 use crate::ib::cc::MarkCounter;
 use crate::ib::vlarb::VlArbiter;
 use crate::ib::{IbConfig, hoq_life};
@@ -59,6 +80,10 @@ use std::collections::{BTreeMap, VecDeque};
 /// Packets of a virtual output queue a crossbar output looks at for a free input (finite
 /// speed-up): a bound on the work per decision.
 pub const XBAR_SCAN_MAX: usize = 64;
+
+/// The same bound for round-robin and iSLIP arbitration, which must see every input with a
+/// packet queued (short packets of one input would otherwise hide the others).
+pub const XBAR_RR_SCAN_MAX: usize = 1024;
 
 /// Flow-control update state of one ingress port-VL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +147,13 @@ pub struct IbState {
     /// Scratch: per VL, the position in its virtual output queue of the packet
     /// `xbar_candidate` found.
     xbar_pick: [usize; 16],
+    /// Per output port of a `voq` node: its round-robin / iSLIP grant pointer, a node-local
+    /// input port index (`Crossbar::arbitration`).
+    xbar_grant_ptr: Vec<u32>,
+    /// Per input port of a `voq` node: its iSLIP accept pointer, a node-local output port
+    /// index. Kept as the algorithm states it; with one output deciding at a time it does not
+    /// change a decision (module docs).
+    xbar_accept_ptr: Vec<u32>,
     /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
     rx_init: Vec<u64>,
     free_blocks: Vec<u32>,
@@ -222,6 +254,8 @@ impl IbState {
             voq_port,
             xbar_free_at: vec![SimTime::ZERO; n],
             xbar_pick: [0; 16],
+            xbar_grant_ptr: vec![0; n],
+            xbar_accept_ptr: vec![0; n],
             rx_init,
             free_blocks,
             pool_lent: vec![0; n * nv],
@@ -494,20 +528,23 @@ impl Fabric {
         }
     }
 
-    /// The packet crossbar output `p` would take on `vl` now: the oldest in its virtual
-    /// output queue whose input is free (always the oldest with unlimited speed-up; only the
-    /// first [`XBAR_SCAN_MAX`] are looked at). Its position goes to `xbar_pick`. With every
-    /// input looked at busy, the port's timer is armed for the earliest to free up.
+    /// The packet crossbar output `p` would take on `vl` now under `Crossbar::arbitration`
+    /// (module docs); only the first [`XBAR_SCAN_MAX`] ([`XBAR_RR_SCAN_MAX`] for round-robin
+    /// and iSLIP) packets of its virtual output queue are looked at. Its position goes to
+    /// `xbar_pick`. With every input looked at busy, the port's timer is armed for when the
+    /// earliest frees up.
     fn xbar_candidate<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) -> Option<u32> {
         let now = s.now();
         let ib = self.ibr();
         let q = &ib.voq[ib.ix(p, vl)];
         let &first = q.front()?;
+        let unlimited = self.cfg.crossbar.speedup_percent.is_none();
+        let arbitration = self.cfg.crossbar.arbitration;
         let mut found = None;
         let mut earliest = SimTime::MAX;
-        if self.cfg.crossbar.speedup_percent.is_none() {
+        if unlimited && arbitration == XbarArbitration::OldestFirst {
             found = Some((0, first));
-        } else {
+        } else if arbitration == XbarArbitration::OldestFirst {
             for (k, &id) in q.iter().take(XBAR_SCAN_MAX).enumerate() {
                 let free = ib.xbar_free_at[self.packets.get(id).ingress_port as usize];
                 if free <= now {
@@ -516,13 +553,72 @@ impl Fabric {
                 }
                 earliest = earliest.min(free);
             }
+        } else {
+            // Round-robin distance of an input from the output's grant pointer.
+            let node = self.ports[p as usize].node as usize;
+            let base = self.port_base[node];
+            let n_inputs = self.port_base[node + 1] - base;
+            let ptr = ib.xbar_grant_ptr[p as usize];
+            let dist = |x: u32| (x - base + n_inputs - ptr) % n_inputs;
+            // The oldest packet of the eligible (input free) input nearest the pointer. iSLIP
+            // picks the same (the output's grant is refused by busy inputs until a free one
+            // accepts); which input it first granted decides the pointer update (`xbar_granted`).
+            let mut best: Option<(u32, usize, u32)> = None;
+            for (k, &id) in q.iter().take(XBAR_RR_SCAN_MAX).enumerate() {
+                let x = self.packets.get(id).ingress_port;
+                if !unlimited {
+                    let free = ib.xbar_free_at[x as usize];
+                    if free > now {
+                        earliest = earliest.min(free);
+                        continue;
+                    }
+                }
+                let d = dist(x);
+                if best.is_none_or(|b| d < b.0) {
+                    best = Some((d, k, id));
+                }
+            }
+            found = best.map(|(_, k, id)| (k, id));
         }
         if let Some((k, id)) = found {
             self.ibs().xbar_pick[vl as usize] = k;
             return Some(id);
         }
-        self.ib_arm_timer(s, p, earliest);
+        if earliest != SimTime::MAX {
+            self.ib_arm_timer(s, p, earliest);
+        }
         None
+    }
+
+    /// Crossbar output `p` takes the packet at `k` of its virtual output queue on `vl`, from
+    /// input `x`: round-robin moves the output's grant pointer one past `x`; iSLIP does so, and
+    /// moves `x`'s accept pointer one past `p`, only if `x` accepted the first grant, i.e. no
+    /// input nearer the pointer has a packet looked at (iSLIP updates pointers in the first
+    /// iteration only).
+    fn xbar_granted(&mut self, p: u32, vl: u8, x: u32) {
+        let arbitration = self.cfg.crossbar.arbitration;
+        if arbitration == XbarArbitration::OldestFirst {
+            return;
+        }
+        let node = self.ports[p as usize].node as usize;
+        let base = self.port_base[node];
+        let n_ports = self.port_base[node + 1] - base;
+        let ib = self.ibr();
+        let ptr = ib.xbar_grant_ptr[p as usize];
+        let dist = |y: u32| (y - base + n_ports - ptr) % n_ports;
+        if arbitration == XbarArbitration::Islip {
+            let d = dist(x);
+            let q = &ib.voq[ib.ix(p, vl)];
+            let refused_first = q
+                .iter()
+                .take(XBAR_RR_SCAN_MAX)
+                .any(|&id| dist(self.packets.get(id).ingress_port) < d);
+            if refused_first {
+                return;
+            }
+            self.ibs().xbar_accept_ptr[x as usize] = (p - base + 1) % n_ports;
+        }
+        self.ibs().xbar_grant_ptr[p as usize] = (x - base + 1) % n_ports;
     }
 
     /// HOQLife expired for the head of input (`x`, `vl`): drop it.
@@ -729,9 +825,10 @@ impl Fabric {
         let o = ib.ix(p, vl);
         let (x, id) = if voq {
             let k = self.ibr().xbar_pick[vl as usize];
-            let ib = self.ibs();
-            let id = ib.voq[o].remove(k).expect("ready VL has a packet");
+            let id = self.ibr().voq[o][k];
             let x = self.packets.get(id).ingress_port;
+            self.xbar_granted(p, vl, x);
+            self.ibs().voq[o].remove(k).expect("ready VL has a packet");
             if let Some(pct) = self.cfg.crossbar.speedup_percent {
                 let rate = sim_core::BitsPerSec(self.ports[x as usize].rate.get() * pct as u64 / 100);
                 let wire = self.packets.get(id).wire_bytes as u64;
