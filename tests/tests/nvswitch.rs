@@ -86,7 +86,8 @@ fn round_robin_splits_by_packets_oldest_first_does_not() {
 /// The 8-GPU all-to-all on HGX H100 (1 MiB to each peer) with 1x crossbar speed-up, as a
 /// fraction of every GPU's 18-link payload rate (423.5 GB/s): oldest-first 86.8%
 /// (`collectives.rs`), round-robin 85.2% (360.9 GB/s), iSLIP 85.2% (361.0 GB/s): iSLIP
-/// reaches at least round-robin's throughput (`docs/validation.md`).
+/// reaches round-robin's throughput (tolerance 1%: the two differ only in when pointers move)
+/// and both stay above 80% of the payload rate (`docs/validation.md`).
 #[test]
 fn islip_all_to_all_at_least_round_robin() {
     let n = 8u32;
@@ -120,9 +121,10 @@ fn islip_all_to_all_at_least_round_robin() {
         rates.push(rate);
     }
     assert!(
-        rates[1] >= rates[0],
+        rates[1] >= 0.99 * rates[0],
         "iSLIP {} below round-robin {}",
         rates[1],
         rates[0]
     );
+    assert!(rates.iter().all(|&r| r > 0.80 * per_gpu), "{rates:?} of {per_gpu}");
 }
