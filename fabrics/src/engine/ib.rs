@@ -382,12 +382,14 @@ impl Fabric {
         upstream_tail: SimTime,
     ) -> SimTime {
         let now = s.now();
-        let (wire, kind) = {
+        let (wire, kind, payload) = {
             let pk = self.packets.get(id);
-            (pk.wire_bytes, pk.kind)
+            (pk.wire_bytes, pk.kind, pk.payload_bytes)
         };
         let port = &mut self.ports[p as usize];
         debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        // The link's own framing (NVLink/PCIe hops inside the servers of a cluster).
+        let wire = port.framing.wire_bytes(payload, wire);
         let done = (now + serialization_time(Bytes(wire as u64), port.rate)).max(upstream_tail);
         port.busy_until = done;
         port.stats.packets_tx += 1;

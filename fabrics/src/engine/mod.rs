@@ -48,7 +48,7 @@ pub use config::*;
 pub use deps::FlowDeps;
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use packet::{Packet, PacketArena, PacketKind};
-pub use port::{Port, PortStats};
+pub use port::{Framing, Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
 pub use roce::{
     DEFAULT_CNP_INTERVAL, DEFAULT_CONTROL_PRIORITY, DEFAULT_RATE_SAMPLE_MAX_ROWS, DEFAULT_RTO, Deadlock, GbnWindow,
@@ -311,14 +311,16 @@ impl Fabric {
                     NodeKind::RootComplex => dl.root_complex,
                     NodeKind::Nic => dl.nic,
                 };
-                ports.push(Port::new(
+                let mut port = Port::new(
                     ni as u32,
                     peer.index() as u32,
                     port_base[peer.index()] + peer_local as u32,
                     link.rate,
                     link.delay,
                     peer_latency,
-                ));
+                );
+                port.framing = framing_of(link.kind, &cfg);
+                ports.push(port);
             }
         }
 
@@ -537,8 +539,10 @@ impl Fabric {
         let now = s.now();
         let wire = self.packets.get(id).wire_bytes;
         self.flow_control.on_send(p, wire, now);
+        let payload = self.packets.get(id).payload_bytes;
         let port = &mut self.ports[p as usize];
         debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        let wire = port.framing.wire_bytes(payload, wire);
         let done = now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate);
         port.busy_until = done;
         port.stats.packets_tx += 1;
@@ -873,6 +877,25 @@ impl Fabric {
     fn flow_hash_of(&self, flow: u32) -> u64 {
         let f = &self.flows[flow as usize];
         flow_hash(f.src, f.dst, flow)
+    }
+}
+
+/// The framing of a link of `kind` in a run whose packets are `cfg.mtu_bytes` of payload:
+/// NVLink and PCIe links re-frame the packets of a network-sized run (a GPU cluster), and
+/// carry the packets of an NVLink or PCIe run (payload at most 256 B) as cut.
+fn framing_of(kind: crate::topology::LinkKind, cfg: &EngineConfig) -> port::Framing {
+    use crate::topology::LinkKind;
+    let native = cfg.mtu_bytes as u64 <= crate::nvlink::MAX_PAYLOAD_BYTES;
+    match kind {
+        LinkKind::NvLink if !native => port::Framing::NvLink,
+        LinkKind::Pcie if !native => {
+            let l = crate::pcie::PcieLink::new(crate::pcie::PcieGen::Gen5, 16).expect("a valid PCIe link");
+            port::Framing::Pcie {
+                mps_bytes: l.mps_bytes,
+                overhead_bytes: l.tlp_overhead_bytes(),
+            }
+        }
+        _ => port::Framing::Native,
     }
 }
 

@@ -16,6 +16,36 @@ pub struct PortStats {
     pub queue_bytes: TimeWeightedGauge,
 }
 
+/// How a link puts a packet on the wire when its own format differs from the run's packet
+/// format (inside the servers of a GPU cluster, whose packets are the network's): the bytes
+/// serialized are those of the link's own framing of the packet's payload. `Native`: the
+/// packet's wire bytes as cut (every link of a network, and every link of an NVLink- or
+/// PCIe-only run, whose packets already have that framing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framing {
+    #[default]
+    Native,
+    /// NVLink: 16-byte flits, one header flit per 256-byte packet (`crate::nvlink`).
+    NvLink,
+    /// PCIe posted writes: one TLP of overhead per `mps_bytes` of payload (`crate::pcie`).
+    Pcie { mps_bytes: u32, overhead_bytes: u32 },
+}
+
+impl Framing {
+    /// Bytes on the wire for a packet of `payload` bytes that is `wire` bytes as cut.
+    #[inline]
+    pub fn wire_bytes(self, payload: u32, wire: u32) -> u32 {
+        match self {
+            Framing::Native => wire,
+            Framing::NvLink => crate::nvlink::FlitFraming::NVLINK.wire_bytes(payload as u64) as u32,
+            Framing::Pcie {
+                mps_bytes,
+                overhead_bytes,
+            } => payload + payload.div_ceil(mps_bytes).max(1) * overhead_bytes,
+        }
+    }
+}
+
 /// One direction of a link, seen from the node that sends on it.
 pub struct Port {
     /// Node that owns this port.
@@ -43,6 +73,8 @@ pub struct Port {
     /// both would hold a PAUSE back by that latency.
     pub ctrl_pipe: Pipe<u32>,
     pub stats: PortStats,
+    /// How this link frames packets (see [`Framing`]).
+    pub framing: Framing,
 }
 
 impl Port {
@@ -68,6 +100,28 @@ impl Port {
             pipe: Pipe::new(),
             ctrl_pipe: Pipe::new(),
             stats: PortStats::default(),
+            framing: Framing::Native,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_framing_of_a_network_packet() {
+        // A 4096-B payload on NVLink: 16 packets of 16 data flits + 1 header flit = 272 flits.
+        assert_eq!(Framing::NvLink.wire_bytes(4096, 4122), 272 * 16);
+        // A 6-B-free control packet (no payload) is one header flit.
+        assert_eq!(Framing::NvLink.wire_bytes(0, 6), 16);
+        // PCIe with 256-B MPS and 24 B of TLP overhead: 16 TLPs.
+        let pcie = Framing::Pcie {
+            mps_bytes: 256,
+            overhead_bytes: 24,
+        };
+        assert_eq!(pcie.wire_bytes(4096, 4122), 4096 + 16 * 24);
+        assert_eq!(pcie.wire_bytes(0, 6), 24);
+        assert_eq!(Framing::Native.wire_bytes(4096, 4122), 4122);
     }
 }

@@ -749,12 +749,14 @@ impl Fabric {
     /// Puts packet `id` on port `p` now and arms `TxDone` for its end.
     fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
-        let (wire, kind) = {
+        let (wire, kind, payload) = {
             let pk = self.packets.get(id);
-            (pk.wire_bytes, pk.kind)
+            (pk.wire_bytes, pk.kind, pk.payload_bytes)
         };
         let port = &mut self.ports[p as usize];
         debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        // The link's own framing (NVLink/PCIe hops inside the servers of a cluster).
+        let wire = port.framing.wire_bytes(payload, wire);
         let done = now + serialization_time(Bytes(wire as u64), port.rate);
         port.busy_until = done;
         port.stats.packets_tx += 1;
