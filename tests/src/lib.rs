@@ -23,6 +23,41 @@ pub fn link(gbps: u64, delay_ns: u64) -> LinkInfo {
     }
 }
 
+/// Exit status and the text written to stdout and stderr by one `fabricsim` command.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl std::fmt::Debug for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `fabricsim <args>` in-process, with the plain (one-line) error rendering.
+pub fn fabricsim<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
+    let argv =
+        std::iter::once(std::ffi::OsString::from("fabricsim")).chain(args.iter().map(|a| a.as_ref().to_os_string()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = scenarios::cli::run(argv, &mut out, &mut err, false);
+    Out {
+        code,
+        stdout: String::from_utf8(out).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(err).expect("stderr is UTF-8"),
+    }
+}
+
+/// A test path as `&str` (test paths are UTF-8).
+pub fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("test paths are UTF-8")
+}
+
 /// A flow of `size_bytes` from host `src` to host `dst` at time zero, class 0.
 pub fn flow(src: u32, dst: u32, size_bytes: u64) -> FlowSpec {
     FlowSpec {

@@ -6,38 +6,7 @@ use fabricsim_tests::catalogue;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Exit status and the text written to stdout and stderr.
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-/// Runs `fabricsim <args>` in-process, with the plain (one-line) error rendering.
-fn fabricsim(args: &[&str]) -> Out {
-    let argv = std::iter::once("fabricsim").chain(args.iter().copied()).map(Into::into);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = scenarios::cli::run(argv, &mut out, &mut err, false);
-    Out {
-        code,
-        stdout: String::from_utf8(out).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(err).expect("stderr is UTF-8"),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("test paths are UTF-8")
-}
+use fabricsim_tests::{Out, fabricsim, s};
 
 /// Runs `scenario` into `out` (quietly, optionally with a seed) and checks it succeeded.
 fn run_ok(scenario: &Path, out: &Path, seed: Option<u64>) -> Out {

@@ -952,12 +952,7 @@ impl Fabric {
     /// notifications, then data by VL arbitration and round-robin over the VL's flows.
     pub(super) fn ib_nic_send<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
         let now = s.now();
-        let p = self.nics[h as usize].port;
-        let busy_until = self.ports[p as usize].busy_until;
-        if busy_until > now {
-            self.nic_wake_at(s, h, busy_until);
-            return;
-        }
+        let Some(p) = self.nic_idle_port(s, h) else { return };
         if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
             let done = self.ib_send_fc(s, p, vl);
             self.nic_wake_at(s, h, done);

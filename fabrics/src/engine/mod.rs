@@ -537,9 +537,11 @@ impl Fabric {
     #[inline]
     fn start_tx<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
-        let wire = self.packets.get(id).wire_bytes;
+        let (wire, payload) = {
+            let pk = self.packets.get(id);
+            (pk.wire_bytes, pk.payload_bytes)
+        };
         self.flow_control.on_send(p, wire, now);
-        let payload = self.packets.get(id).payload_bytes;
         let port = &mut self.ports[p as usize];
         debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
         let wire = port.framing.wire_bytes(payload, wire);

@@ -12,12 +12,7 @@ impl Fabric {
     /// Lets host `h`'s NIC send its next packet if its port is idle and a flow may send.
     pub(super) fn nic_send<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
         let now = s.now();
-        let p = self.nics[h as usize].port;
-        let busy_until = self.ports[p as usize].busy_until;
-        if busy_until > now {
-            self.nic_wake_at(s, h, busy_until);
-            return;
-        }
+        let Some(p) = self.nic_idle_port(s, h) else { return };
         // Round-robin: find the first eligible flow, rotating ineligible ones to the back.
         let n_active = self.nics[h as usize].active.len();
         let mut earliest = SimTime::MAX;
@@ -85,6 +80,17 @@ impl Fabric {
             vl,
             ..Packet::control()
         })
+    }
+
+    /// Host `h`'s port if it is idle now; otherwise makes sure the NIC wakes when it is free.
+    pub(super) fn nic_idle_port<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) -> Option<u32> {
+        let p = self.nics[h as usize].port;
+        let busy_until = self.ports[p as usize].busy_until;
+        if busy_until > s.now() {
+            self.nic_wake_at(s, h, busy_until);
+            return None;
+        }
+        Some(p)
     }
 
     /// Makes sure host `h`'s NIC wakes at `at` (or earlier).
