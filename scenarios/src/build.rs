@@ -602,6 +602,10 @@ impl Loaded {
         };
         let ib = if ib_kind {
             Some(self.build_ib(f.infiniband.as_ref(), (mtu + header) as u32)?)
+        } else if roce_kind && matches!(self.scenario.topology, TopologySpec::Cluster { .. }) {
+            // The servers of a RoCEv2 cluster keep their credit-based NVLink/PCIe links and
+            // cut-through devices; only the network runs PFC (`fabrics::engine::Device`).
+            Some(ib::IbConfig::server_layer())
         } else {
             None
         };

@@ -69,7 +69,7 @@
 //! with `victim_mask`. The destination HCA answers a FECN packet with a congestion
 //! notification packet (BECN) to the source, whose flow then slows down (`ib/cc.rs`).
 
-use super::{Ev, Fabric, Packet, PacketKind, XbarArbitration};
+use super::{Ev, Fabric, LinkFc, Packet, PacketKind, XbarArbitration};
 use crate::ib::cc::MarkCounter;
 use crate::ib::vlarb::VlArbiter;
 use crate::ib::{IbConfig, hoq_life};
@@ -186,6 +186,9 @@ pub struct IbState {
     pub occupancy_on_arrival: hdrhistogram::Histogram<u64>,
     /// Credit-stall time attributed to (stalled port, port its downstream head waited for).
     stall_edges: BTreeMap<(u32, u32), u64>,
+    /// Per ingress port on a PFC link (a NIC's network side; empty elsewhere): PAUSE the
+    /// sender when a lane's free blocks fall below `.0`, RESUME at `.1` (`set_pfc_receiver`).
+    pfc_free_blocks: Vec<(u32, u32)>,
 }
 
 impl IbState {
@@ -280,6 +283,7 @@ impl IbState {
             occupancy_on_arrival: hdrhistogram::Histogram::new_with_bounds(1, 1 << 40, 3)
                 .expect("valid histogram bounds"),
             stall_edges: BTreeMap::new(),
+            pfc_free_blocks: vec![(0, 0); n],
             cfg,
         }
     }
@@ -305,6 +309,25 @@ impl IbState {
             now.ps().saturating_sub(self.stall_since[i].ps())
         };
         Duration::from_ps(self.credit_stall_ps[i] + open)
+    }
+
+    /// Port `p`'s timer is armed for `now`.
+    pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
+        self.timer_at[p as usize] == now
+    }
+
+    /// Ingress port `x` is on a PFC link (a NIC's network side): no credits go back; its
+    /// receive buffer per lane holds at least `headroom_blocks + resume_blocks + 2 maximum
+    /// frames`, it pauses the sender when fewer than `headroom_blocks` are free (what may still
+    /// arrive after the PAUSE is sent: the PFC headroom bound of the link) and resumes it when
+    /// `headroom_blocks + resume_blocks` are free again.
+    pub(super) fn set_pfc_receiver(&mut self, x: u32, headroom_blocks: u32, resume_blocks: u32, frame_blocks: u32) {
+        let need = headroom_blocks + resume_blocks + 2 * frame_blocks;
+        for vl in 0..self.nv as u8 {
+            let i = self.ix(x, vl);
+            self.free_blocks[i] = self.free_blocks[i].max(need);
+        }
+        self.pfc_free_blocks[x as usize] = (headroom_blocks, headroom_blocks + resume_blocks);
     }
 
     /// Number of data VLs.
@@ -360,65 +383,43 @@ impl Fabric {
             .expect("InfiniBand path runs only on an InfiniBand fabric")
     }
 
-    /// Makes port `x` send whatever it can now: an HCA port asks its NIC, a switch port its
-    /// arbiter.
-    fn ib_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
-        let node = self.ports[x as usize].node;
-        if self.is_host[node as usize] {
-            let h = self.host_of_node[node as usize];
-            self.ib_nic_send(s, h);
-        } else {
-            self.ib_switch_try_start(s, x);
-        }
+    /// Credits (blocks) a packet of `payload`/`wire` bytes takes on port `p`'s link: the
+    /// link's own framing of it in credit units (NVLink flits and PCIe TLPs inside a cluster's
+    /// servers, the packet as cut elsewhere).
+    #[inline]
+    fn blocks_on(&self, p: u32, payload: u32, wire: u32) -> u32 {
+        let framed = self.ports[p as usize].framing.wire_bytes(payload, wire);
+        self.ibr().cfg.credits(framed)
     }
 
-    /// Puts packet `id` on port `p` now. `upstream_tail` is when its last byte reaches this
-    /// node (cut-through cannot finish earlier); returns when the port is free again.
-    fn ib_transmit<Q: EventQueue<Ev>>(
-        &mut self,
-        s: &mut Scheduler<Ev, Q>,
-        p: u32,
-        id: u32,
-        upstream_tail: SimTime,
-    ) -> SimTime {
-        let now = s.now();
-        let (wire, kind, payload) = {
-            let pk = self.packets.get(id);
-            (pk.wire_bytes, pk.kind, pk.payload_bytes)
-        };
-        let port = &mut self.ports[p as usize];
-        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
-        // The link's own framing (NVLink/PCIe hops inside the servers of a cluster).
-        let wire = port.framing.wire_bytes(payload, wire);
-        let done = (now + serialization_time(Bytes(wire as u64), port.rate)).max(upstream_tail);
-        port.busy_until = done;
-        port.stats.packets_tx += 1;
-        port.stats.bytes_tx += wire as u64;
-        let tail = done + port.delay;
-        self.totals.link_hops += 1;
-        if kind == PacketKind::FlowControl {
-            self.push_ctrl(s, p, id, tail);
-            return done;
-        }
-        let port = &mut self.ports[p as usize];
-        let peer_is_host = self.is_host[port.peer_node as usize];
-        let mut arrive = if peer_is_host {
-            tail
-        } else {
-            // Cut-through: the next switch handles the packet once its head is in.
-            now + port.delay + port.peer_latency
-        };
-        // A link is FIFO: nothing overtakes what is already on the wire.
-        if let Some(last) = port.pipe.tail_time() {
-            arrive = arrive.max(last);
-        }
-        let first = port.pipe.push(arrive, id);
-        self.packets.get_mut(id).tail_at = tail;
-        if first {
-            let o = self.pipe_origin(p);
-            s.schedule(arrive, o, Ev::Arrive(p));
-        }
-        done
+    /// Credits on port `p`'s lane `vl` cover a packet of `payload`/`wire` bytes.
+    #[inline]
+    pub(super) fn ib_credits_cover(&self, p: u32, vl: u8, payload: u32, wire: u32) -> bool {
+        self.blocks_on(p, payload, wire) as u64 <= self.ibr().avail(p, vl)
+    }
+
+    /// Packet `id` starts on credit port `p` (by a device other than the credit devices of
+    /// this file): its credits are spent.
+    pub(super) fn ib_charge_credits(&mut self, p: u32, id: u32) {
+        let b = self.pkt_blocks_on(p, id) as u64;
+        let vl = self.packets.get(id).vl;
+        let ib = self.ibs();
+        let o = ib.ix(p, vl);
+        ib.fctbs[o] += b;
+    }
+
+    /// Sends the next flow-control packet queued on port `p`, if any; returns when the port is
+    /// free again.
+    pub(super) fn ib_send_queued_fc<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) -> Option<SimTime> {
+        let vl = self.ibs().ctrl[p as usize].pop_front()?;
+        Some(self.ib_send_fc(s, p, vl))
+    }
+
+    /// [`Fabric::blocks_on`] for packet `id`.
+    #[inline]
+    fn pkt_blocks_on(&self, p: u32, id: u32) -> u32 {
+        let pk = self.packets.get(id);
+        self.blocks_on(p, pk.payload_bytes, pk.wire_bytes)
     }
 
     /// Sends the flow-control packet for (`x`, `vl`): advertises `abr + free blocks`.
@@ -449,12 +450,17 @@ impl Fabric {
             wire_bytes: fc_bytes,
             ..Packet::control()
         });
-        self.ib_transmit(s, x, id, SimTime::ZERO)
+        self.transmit(s, x, id, SimTime::ZERO)
     }
 
     /// Buffer space of ingress (`x`, `vl`) changed: schedule a flow-control packet under the
     /// update policy.
     fn ib_credit_update<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        if self.link_fc[x as usize] == LinkFc::Pfc {
+            // No credits cross a PFC link: freed space may end a PAUSE instead.
+            self.credit_pfc_check(s, x, vl);
+            return;
+        }
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
@@ -469,7 +475,7 @@ impl Fabric {
         }
         ib.fc_state[i] = FcState::Queued;
         ib.ctrl[x as usize].push_back(vl);
-        self.ib_kick(s, x);
+        self.kick(s, x);
     }
 
     /// Makes sure port `x`'s timer fires at `at` or earlier.
@@ -507,7 +513,7 @@ impl Fabric {
                 let ib = self.ibs();
                 ib.fc_state[i] = FcState::Queued;
                 ib.ctrl[x as usize].push_back(vl);
-                self.ib_kick(s, x);
+                self.kick(s, x);
             }
         }
         let ib = self.ibr();
@@ -642,7 +648,7 @@ impl Fabric {
         ib.out_bytes[o] -= pkt.wire_bytes as u64;
         ib.port_stats[out as usize].hoq_drops += 1;
         ib.totals.hoq_drops += 1;
-        let b = self.ibr().cfg.credits(pkt.wire_bytes);
+        let b = self.pkt_blocks_on(x, id);
         self.ib_free_input(now, x, vl, b);
         let port = &mut self.ports[out as usize];
         port.stats.drops += 1;
@@ -696,6 +702,40 @@ impl Fabric {
         self.ib_switch_try_start(s, out);
     }
 
+    /// The receive buffer of (`x`, `vl`) on a PFC link changed: PAUSE the sender when it runs
+    /// short of the headroom, RESUME it when space is back (`IbState::set_pfc_receiver`).
+    pub(super) fn credit_pfc_check<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let ib = self.ibr();
+        let free = ib.free_blocks[ib.ix(x, vl)];
+        let (xoff, xon) = ib.pfc_free_blocks[x as usize];
+        let paused = self.roce_pfc_asserted(x, vl);
+        if !paused && free < xoff {
+            self.roce_pfc_edge(s, x, vl, crate::models::pfc::PfcEdge::Xoff);
+        } else if paused && free >= xon {
+            self.roce_pfc_edge(s, x, vl, crate::models::pfc::PfcEdge::Xon);
+        }
+    }
+
+    /// A flow-control packet advertising `fccl` for lane `vl` reaches port `x` (the receiver
+    /// at the other end of `x`'s link returns credits to it), whatever device owns `x`.
+    pub(super) fn ib_on_fc<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8, fccl: u64) {
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.fccl[i] = ib.fccl[i].max(fccl);
+        self.kick(s, x);
+    }
+
+    /// An endpoint on a credit link takes packet `id` (arrived on its port `x`) into memory at
+    /// once and returns its credits.
+    pub(super) fn ib_endpoint_accept<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, id: u32) {
+        let b = self.pkt_blocks_on(x, id);
+        let vl = self.packets.get(id).vl;
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.abr[i] += b as u64;
+        self.ib_credit_update(s, x, vl);
+    }
+
     /// A packet came out of port `p`'s pipe at the node on the far end.
     pub(super) fn ib_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
@@ -704,24 +744,10 @@ impl Fabric {
             (port.peer_node, port.peer_port)
         };
         let pkt = *self.packets.get(id);
-        if pkt.kind == PacketKind::FlowControl {
-            // The receiver at the other end of the link advertises credits to this node's
-            // port `x`, which sends over that link.
-            self.packets.free(id);
-            let ib = self.ibs();
-            let i = ib.ix(x, pkt.vl);
-            ib.fccl[i] = ib.fccl[i].max(pkt.aux);
-            self.ib_kick(s, x);
-            return;
-        }
-        let b = self.ibr().cfg.credits(pkt.wire_bytes);
+        let b = self.pkt_blocks_on(x, id);
         let vl = pkt.vl;
         if self.is_host[node as usize] {
-            // The HCA takes the packet into host memory at once and returns the credits.
-            let ib = self.ibs();
-            let i = ib.ix(x, vl);
-            ib.abr[i] += b as u64;
-            self.ib_credit_update(s, x, vl);
+            self.ib_endpoint_accept(s, x, id);
             if pkt.kind == PacketKind::Cnp {
                 self.packets.free(id);
                 self.ibs().totals.becn_received += 1;
@@ -739,7 +765,7 @@ impl Fabric {
             return;
         }
         // A switch input buffer.
-        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.aux);
+        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(
@@ -767,6 +793,10 @@ impl Fabric {
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
         pk.next_port = out;
+        if self.link_fc[x as usize] == LinkFc::Pfc {
+            // A NIC's network side: its receive buffer pauses the switch that feeds it.
+            self.credit_pfc_check(s, x, vl);
+        }
         if voq {
             self.ib_switch_try_start(s, out);
         } else if was_empty {
@@ -789,7 +819,15 @@ impl Fabric {
             self.ib_arm_txdone(s, p, done);
             return;
         }
-        // Which VLs could send now, and which wait only for credits.
+        let fc = self.link_fc[p as usize];
+        if fc == LinkFc::Pfc
+            && let Some(done) = self.roce_send_pending_pfc(s, p)
+        {
+            self.ib_arm_txdone(s, p, done);
+            return;
+        }
+        // Which VLs could send now, and which wait only for credits (or a PAUSE, on a NIC's
+        // network side).
         let nv = self.ibr().nv as u8;
         let mut ready = 0u16;
         let voq = self.ibr().voq_port[p as usize];
@@ -806,9 +844,14 @@ impl Fabric {
                 };
                 *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head")
             };
-            let ib = self.ibr();
-            let b = ib.cfg.credits(self.packets.get(head).wire_bytes) as u64;
-            if b <= ib.avail(p, vl) {
+            if fc == LinkFc::Pfc {
+                if self.roce_may_send(p, vl, now) {
+                    ready |= 1 << vl;
+                }
+                continue;
+            }
+            let b = self.pkt_blocks_on(p, head) as u64;
+            if b <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
             } else {
                 let cause = self.downstream_cause(p, vl);
@@ -843,10 +886,13 @@ impl Fabric {
             (x, ib.inq[i].pop_front().expect("requester has a head"))
         };
         let pkt = *self.packets.get(id);
-        let b = self.ibr().cfg.credits(pkt.wire_bytes);
+        let b = self.pkt_blocks_on(p, id);
+        let b_in = self.pkt_blocks_on(x, id);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
-        ib.fctbs[o] += b as u64;
+        if fc == LinkFc::Credit {
+            ib.fctbs[o] += b as u64;
+        }
         ib.out_bytes[o] -= pkt.wire_bytes as u64;
         // A victim of congestion further down: it had to wait for credits for this packet,
         // or what is left would not cover another full packet.
@@ -868,13 +914,13 @@ impl Fabric {
                 ib.totals.fecn_marked += 1;
             }
         }
-        ib.tx_release[p as usize] = Some((x, vl, b));
+        ib.tx_release[p as usize] = Some((x, vl, b_in));
         let out_total = ib.out_bytes_total(p);
         self.ports[p as usize].stats.queue_bytes.set(now, out_total);
         if fecn {
             self.packets.get_mut(id).marked = true;
         }
-        let done = self.ib_transmit(s, p, id, pkt.tail_at);
+        let done = self.transmit(s, p, id, pkt.tail_at);
         self.ib_arm_txdone(s, p, done);
         // The input's next packet competes now.
         if !voq {
@@ -959,16 +1005,13 @@ impl Fabric {
             return;
         }
         if let Some(&id) = self.ibr().cnp_queue[h as usize].front() {
-            let (vl, wire) = {
-                let pk = self.packets.get(id);
-                (pk.vl, pk.wire_bytes)
-            };
-            let b = self.ibr().cfg.credits(wire) as u64;
+            let vl = self.packets.get(id).vl;
+            let b = self.pkt_blocks_on(p, id) as u64;
             if b <= self.ibr().avail(p, vl) {
                 self.ibs().cnp_queue[h as usize].pop_front();
                 let o = self.ibr().ix(p, vl);
                 self.ibs().fctbs[o] += b;
-                let done = self.ib_transmit(s, p, id, SimTime::ZERO);
+                let done = self.transmit(s, p, id, SimTime::ZERO);
                 self.nic_wake_at(s, h, done);
                 return;
             }
@@ -998,8 +1041,8 @@ impl Fabric {
             if f == u32::MAX {
                 continue;
             }
-            let wire = self.flow_state[f as usize].unsent_bytes.min(mtu) as u32 + header;
-            if self.ibr().cfg.credits(wire) as u64 <= self.ibr().avail(p, vl) {
+            let payload = self.flow_state[f as usize].unsent_bytes.min(mtu) as u32;
+            if self.blocks_on(p, payload, payload + header) as u64 <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
                 self.ibs().stall_end(p, vl, now);
             } else {
@@ -1022,10 +1065,7 @@ impl Fabric {
             .pop_front()
             .expect("candidate flow");
         let id = self.cut_packet(now, f, vl);
-        // Data on the credit path: `aux` = the packet's index in its flow (striping uses it).
-        self.packets.get_mut(id).aux = self.records[f as usize].packets_sent - 1;
-        let wire = self.packets.get(id).wire_bytes;
-        let b = self.ibr().cfg.credits(wire);
+        let b = self.pkt_blocks_on(p, id);
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         let o = ib.ix(p, vl);
@@ -1033,7 +1073,7 @@ impl Fabric {
         if self.flow_state[f as usize].unsent_bytes > 0 {
             self.ibs().host_flows[h as usize][vl as usize].push_back(f);
         }
-        let done = self.ib_transmit(s, p, id, SimTime::ZERO);
+        let done = self.transmit(s, p, id, SimTime::ZERO);
         let more = self.ibr().host_flows[h as usize].iter().any(|q| !q.is_empty())
             || !self.ibr().cnp_queue[h as usize].is_empty()
             || !self.ibr().ctrl[p as usize].is_empty();

@@ -37,6 +37,7 @@
 
 mod config;
 mod deps;
+mod device;
 mod ib;
 mod nic;
 mod packet;
@@ -46,6 +47,7 @@ mod roce;
 
 pub use config::*;
 pub use deps::FlowDeps;
+pub use device::{Device, LinkFc};
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use packet::{Packet, PacketArena, PacketKind};
 pub use port::{Framing, Port, PortStats};
@@ -147,6 +149,10 @@ pub struct Fabric {
     /// First port id of each node; node `n` owns ports `port_base[n]..port_base[n+1]`.
     port_base: Vec<u32>,
     is_host: Vec<bool>,
+    /// The model that runs each node (`device.rs`).
+    device: Vec<Device>,
+    /// The link-level flow control that governs each port's sending (`device.rs`).
+    link_fc: Vec<LinkFc>,
     /// Host index of each node (`u32::MAX` for switches).
     host_of_node: Vec<u32>,
     ports: Vec<Port>,
@@ -224,10 +230,14 @@ impl Fabric {
             ib.validate(cfg.mtu_bytes + cfg.header_bytes)
                 .map_err(EngineError::BadConfig)?;
         }
-        if cfg.ib.is_some() && cfg.roce.is_some() {
-            return Err(EngineError::BadConfig(
-                "a fabric is either InfiniBand or RoCEv2, not both".into(),
-            ));
+        if let (Some(ib), Some(_)) = (&cfg.ib, &cfg.roce) {
+            // The servers' credit layer of a RoCEv2 cluster: its lanes are the Ethernet
+            // priorities (a packet keeps its priority as its lane inside the servers).
+            if ib.n_vls != 8 || ib.sl2vl[..8] != [0, 1, 2, 3, 4, 5, 6, 7] {
+                return Err(EngineError::BadConfig(
+                    "the servers' credit layer of a RoCEv2 run needs 8 lanes, lane = priority".into(),
+                ));
+            }
         }
         let n_hosts = topo.n_hosts();
         for (i, f) in flows.iter().enumerate() {
@@ -265,11 +275,12 @@ impl Fabric {
         for (h, n) in topo.hosts.iter().enumerate() {
             host_of_node[n.index()] = h as u32;
         }
-        let is_host: Vec<bool> = topo
+        let device: Vec<Device> = topo
             .graph
             .node_indices()
-            .map(|n| matches!(topo.graph[n].kind, NodeKind::Host))
+            .map(|n| Device::of(topo.graph[n].kind, &cfg))
             .collect();
+        let is_host: Vec<bool> = device.iter().map(|d| d.is_host()).collect();
 
         // Port ids: node by node, each node's ports in `Topology::ports` order.
         let node_ports: Vec<_> = topo.graph.node_indices().map(|n| topo.ports(n)).collect();
@@ -293,10 +304,12 @@ impl Fabric {
         // Ports on `LinkKind::Internal` links (never a modelled bottleneck: the credit path
         // gives their receivers the largest credit window).
         let mut internal_port = Vec::with_capacity(n_ports as usize);
+        let mut link_fc = Vec::with_capacity(n_ports as usize);
         for (ni, ps) in node_ports.iter().enumerate() {
             for &(edge, peer) in ps {
                 let link = topo.graph[edge];
                 internal_port.push(link.kind == crate::topology::LinkKind::Internal);
+                link_fc.push(LinkFc::of(link.kind, device[ni], device[peer.index()], &cfg));
                 let peer_local = node_ports[peer.index()]
                     .iter()
                     .position(|&(e, _)| e == edge)
@@ -319,7 +332,10 @@ impl Fabric {
                     link.delay,
                     peer_latency,
                 );
-                port.framing = framing_of(link.kind, &cfg);
+                let touches_hub = [ni, peer.index()]
+                    .iter()
+                    .any(|&n| matches!(topo.graph[petgraph::graph::NodeIndex::new(n)].kind, NodeKind::GpuHub));
+                port.framing = framing_of(link.kind, touches_hub, &cfg);
                 ports.push(port);
             }
         }
@@ -390,6 +406,8 @@ impl Fabric {
             cfg,
             port_base,
             is_host,
+            device,
+            link_fc,
             host_of_node,
             ports,
             routes,
@@ -422,7 +440,28 @@ impl Fabric {
         if fabric.cfg.roce.is_some() {
             fabric.roce_init()?;
         }
+        fabric.init_pfc_receivers();
         Ok(fabric)
+    }
+
+    /// Credit devices' ingress ports on PFC links (a NIC's network side in a RoCEv2 cluster):
+    /// PAUSE thresholds from the link's PFC headroom bound (`headroom_bound_bytes` with the
+    /// sending switch's latency as its response time) and the RoCEv2 resume offset.
+    fn init_pfc_receivers(&mut self) {
+        let (Some(ib), Some(roce)) = (self.ib.as_deref_mut(), self.roce.as_deref()) else {
+            return;
+        };
+        let max_wire = self.cfg.mtu_bytes + self.cfg.header_bytes;
+        let unit = ib.cfg.credit_unit_bytes as u64;
+        let frame_blocks = ib.cfg.credits(max_wire);
+        let resume_blocks = roce.cfg.resume_offset_bytes.div_ceil(unit) as u32;
+        for (x, port) in self.ports.iter().enumerate() {
+            if self.link_fc[x] != LinkFc::Pfc || self.device[port.node as usize] != Device::CreditSwitch {
+                continue;
+            }
+            let bound = headroom_bound_bytes(port.rate, port.delay, port.peer_latency, max_wire);
+            ib.set_pfc_receiver(x as u32, bound.div_ceil(unit) as u32, resume_blocks, frame_blocks);
+        }
     }
 
     /// Number of scheduler origins this fabric uses (see the module docs).
@@ -635,9 +674,9 @@ impl Fabric {
         }
     }
 
-    /// The head of port `p`'s pipe arrives at the far end.
-    /// The head of port `p`'s control pipe arrives at the far end (credit-based and PFC
-    /// fabrics only).
+    /// The head of port `p`'s control pipe arrives at the far end: a link-level frame for the
+    /// far end's port `x` that sends back over this link, handled by the link's flow control
+    /// (credits or PFC), whatever device owns `x`.
     fn on_ctrl_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         let now = s.now();
         let port = &mut self.ports[p as usize];
@@ -646,11 +685,83 @@ impl Fabric {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::CtrlArrive(p));
         }
-        if self.ib.is_some() {
-            self.ib_on_arrive(s, p, id);
-        } else {
-            self.roce_on_arrive(s, p, id);
+        let x = self.ports[p as usize].peer_port;
+        let pkt = *self.packets.get(id);
+        self.packets.free(id);
+        match pkt.kind {
+            PacketKind::FlowControl => self.ib_on_fc(s, x, pkt.vl, pkt.aux),
+            PacketKind::Pause => self.roce_on_pause_frame(s, x, p, pkt.aux),
+            k => unreachable!("a {k:?} packet on a control pipe"),
         }
+    }
+
+    /// Port `p` may have something to send now: its device looks.
+    fn kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let node = self.ports[p as usize].node;
+        match self.device[node as usize] {
+            Device::OqHost => {
+                let h = self.host_of_node[node as usize];
+                self.nic_send(s, h);
+            }
+            Device::OqSwitch => self.try_start_queued(s, p),
+            Device::CreditHost => {
+                let h = self.host_of_node[node as usize];
+                self.ib_nic_send(s, h);
+            }
+            Device::CreditSwitch => self.ib_switch_try_start(s, p),
+            Device::RoceHost | Device::RoceSwitch => self.roce_kick(s, p),
+        }
+    }
+
+    /// Puts packet `id` on port `p` now, in the link's own framing; returns when the port is
+    /// free again. `upstream_tail` is when the packet's last byte reaches this node (a
+    /// cut-through device cannot finish sending earlier; `SimTime::ZERO` when it is all here).
+    /// Link-level frames (flow-control packets, PFC) take the control pipe and are consumed by
+    /// the far MAC when they are in; everything else joins the far device when its head is in
+    /// (a cut-through device) or all of it (the others), plus that device's latency.
+    fn transmit<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        p: u32,
+        id: u32,
+        upstream_tail: SimTime,
+    ) -> SimTime {
+        let now = s.now();
+        let (wire, kind, payload) = {
+            let pk = self.packets.get(id);
+            (pk.wire_bytes, pk.kind, pk.payload_bytes)
+        };
+        let port = &mut self.ports[p as usize];
+        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        let wire = port.framing.wire_bytes(payload, wire);
+        let done = (now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate)).max(upstream_tail);
+        port.busy_until = done;
+        port.stats.packets_tx += 1;
+        port.stats.bytes_tx += wire as u64;
+        self.totals.link_hops += 1;
+        let tail = done + port.delay;
+        if matches!(kind, PacketKind::FlowControl | PacketKind::Pause) {
+            self.push_ctrl(s, p, id, tail);
+            return done;
+        }
+        let port = &mut self.ports[p as usize];
+        let head_in = if self.device[port.peer_node as usize].cut_through() {
+            now
+        } else {
+            done
+        };
+        let mut arrive = head_in + port.delay + port.peer_latency;
+        // A link is FIFO: nothing overtakes what is already on the wire.
+        if let Some(last) = port.pipe.tail_time() {
+            arrive = arrive.max(last);
+        }
+        let first = port.pipe.push(arrive, id);
+        self.packets.get_mut(id).tail_at = tail;
+        if first {
+            let o = self.pipe_origin(p);
+            s.schedule(arrive, o, Ev::Arrive(p));
+        }
+        done
     }
 
     /// Puts link-level control frame `id` on port `p`'s control pipe, arriving at `arrive`.
@@ -671,20 +782,14 @@ impl Fabric {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::Arrive(p));
         }
-        if self.ib.is_some() {
-            self.ib_on_arrive(s, p, id);
-            return;
-        }
-        if self.roce.is_some() {
-            self.roce_on_arrive(s, p, id);
-            return;
-        }
         let port = &self.ports[p as usize];
         let node = port.peer_node;
         let in_port = port.peer_port;
-        if self.is_host[node as usize] {
-            self.deliver(s, id);
-            return;
+        match self.device[node as usize] {
+            Device::CreditHost | Device::CreditSwitch => return self.ib_on_arrive(s, p, id),
+            Device::RoceHost | Device::RoceSwitch => return self.roce_on_arrive(s, p, id),
+            Device::OqHost => return self.deliver(s, id),
+            Device::OqSwitch => {}
         }
         let pkt = self.packets.get_mut(id);
         pkt.ingress_port = in_port;
@@ -724,7 +829,7 @@ impl Fabric {
 
     /// [`Fabric::route`] on an InfiniBand fabric, where adaptive routing also weighs the
     /// credits outstanding on virtual lane `vl`.
-    fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8, packet_index: u64) -> u32 {
+    fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8, packet_index: u32) -> u32 {
         if self.cfg.route_pick != RoutePick::Adaptive && !self.spray[node as usize] {
             return self.route(node, dst, flow_hash);
         }
@@ -814,14 +919,17 @@ impl Fabric {
             self.release_dependents(s, i);
             return;
         }
-        if self.ib.is_some() {
-            self.ib_flow_started(i);
-            self.ib_nic_send(s, src);
-        } else if self.roce.is_some() {
-            self.roce_flow_started(s, i);
-        } else {
-            self.nics[src as usize].active.push_back(i);
-            self.nic_send(s, src);
+        let node = self.ports[self.nics[src as usize].port as usize].node;
+        match self.device[node as usize] {
+            Device::CreditHost => {
+                self.ib_flow_started(i);
+                self.ib_nic_send(s, src);
+            }
+            Device::RoceHost => self.roce_flow_started(s, i),
+            _ => {
+                self.nics[src as usize].active.push_back(i);
+                self.nic_send(s, src);
+            }
         }
     }
 
@@ -884,19 +992,25 @@ impl Fabric {
 
 /// The framing of a link of `kind` in a run whose packets are `cfg.mtu_bytes` of payload:
 /// NVLink and PCIe links re-frame the packets of a network-sized run (a GPU cluster), and
-/// carry the packets of an NVLink or PCIe run (payload at most 256 B) as cut.
-fn framing_of(kind: crate::topology::LinkKind, cfg: &EngineConfig) -> port::Framing {
+/// carry the packets of an NVLink or PCIe run (payload at most 256 B) as cut. Inside a
+/// cluster an internal attachment carries the server's own transactions, not network frames:
+/// NVLink flits for a GPU's attachment to its hub (`touches_hub`), PCIe TLPs otherwise (CPU
+/// links), so no hop inside a server depends on the network's header.
+fn framing_of(kind: crate::topology::LinkKind, touches_hub: bool, cfg: &EngineConfig) -> port::Framing {
     use crate::topology::LinkKind;
     let native = cfg.mtu_bytes as u64 <= crate::nvlink::MAX_PAYLOAD_BYTES;
-    match kind {
-        LinkKind::NvLink if !native => port::Framing::NvLink,
-        LinkKind::Pcie if !native => {
-            let l = crate::pcie::PcieLink::new(crate::pcie::PcieGen::Gen5, 16).expect("a valid PCIe link");
-            port::Framing::Pcie {
-                mps_bytes: l.mps_bytes,
-                overhead_bytes: l.tlp_overhead_bytes(),
-            }
+    let pcie = || {
+        let l = crate::pcie::PcieLink::new(crate::pcie::PcieGen::Gen5, 16).expect("a valid PCIe link");
+        port::Framing::Pcie {
+            mps_bytes: l.mps_bytes,
+            overhead_bytes: l.tlp_overhead_bytes(),
         }
+    };
+    match kind {
+        _ if native => port::Framing::Native,
+        LinkKind::NvLink => port::Framing::NvLink,
+        LinkKind::Internal if touches_hub => port::Framing::NvLink,
+        LinkKind::Pcie | LinkKind::Internal => pcie(),
         _ => port::Framing::Native,
     }
 }
@@ -937,13 +1051,14 @@ impl Model for Fabric {
             Ev::Arrive(p) => self.on_arrive(s, p),
             Ev::CtrlArrive(p) => self.on_ctrl_arrive(s, p),
             Ev::TxDone(p) => {
-                if self.ib.is_some() {
-                    self.ib_on_txdone(s, p);
-                } else if self.roce.is_some() {
-                    self.roce_on_txdone(s, p);
-                } else {
-                    self.ports[p as usize].txdone_pending = false;
-                    self.try_start_queued(s, p);
+                let node = self.ports[p as usize].node;
+                match self.device[node as usize] {
+                    Device::CreditHost | Device::CreditSwitch => self.ib_on_txdone(s, p),
+                    Device::RoceHost | Device::RoceSwitch => self.roce_on_txdone(s, p),
+                    Device::OqHost | Device::OqSwitch => {
+                        self.ports[p as usize].txdone_pending = false;
+                        self.try_start_queued(s, p);
+                    }
                 }
             }
             Ev::NicWake(h) => {
@@ -951,19 +1066,22 @@ impl Model for Fabric {
                 if nic.wake_at == s.now() {
                     nic.wake_at = SimTime::MAX;
                 }
-                if self.ib.is_some() {
-                    self.ib_nic_send(s, h);
-                } else if self.roce.is_some() {
-                    self.roce_nic_wake(s, h);
-                } else {
-                    self.nic_send(s, h);
+                let node = self.ports[nic.port as usize].node;
+                match self.device[node as usize] {
+                    Device::CreditHost => self.ib_nic_send(s, h),
+                    Device::RoceHost => self.roce_nic_wake(s, h),
+                    _ => self.nic_send(s, h),
                 }
             }
             Ev::FlowArrival => self.on_flow_arrival(s),
             Ev::PortTimer(p) => {
-                if self.roce.is_some() {
+                // A port may carry both disciplines' timers (a NIC: PFC refresh on its
+                // network side, HOQLife on its credit side); each fires only at its own time.
+                let now = s.now();
+                if self.roce.as_ref().is_some_and(|r| r.timer_due(p, now)) {
                     self.roce_on_timer(s, p);
-                } else {
+                }
+                if self.ib.as_ref().is_some_and(|ib| ib.timer_due(p, now)) {
                     self.ib_on_timer(s, p);
                 }
             }

@@ -67,9 +67,11 @@ impl Fabric {
         if rec.first_sent.is_none() {
             rec.first_sent = Some(now);
         }
+        let index = (rec.packets_sent - 1) as u32;
         self.totals.packets_injected += 1;
         self.totals.payload_bytes_injected += payload as u64;
         self.packets.alloc(Packet {
+            index,
             kind: PacketKind::Data,
             flow: f,
             dst_host: dst,

@@ -47,6 +47,9 @@ pub struct Packet {
     pub aux: u64,
     /// The output port a switch routed it to (set on arrival at a switch).
     pub next_port: u32,
+    /// Data: the packet's index in its flow, counting retransmissions (crossbar striping
+    /// rotates over it).
+    pub index: u32,
     /// Virtual lane (InfiniBand) or priority (Ethernet) it travels on.
     pub vl: u8,
     /// Congestion-experienced mark (ECN CE / IB FECN).
@@ -69,6 +72,7 @@ impl Packet {
             tail_at: SimTime::ZERO,
             aux: 0,
             next_port: u32::MAX,
+            index: 0,
             vl: 0,
             marked: false,
         }

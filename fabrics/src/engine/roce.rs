@@ -33,7 +33,7 @@
 //! cyclic buffer dependency with every member paused for at least one refresh period). Found:
 //! the cycle and the time it closed are recorded and the run ends ([`RoceState::deadlock`]).
 
-use super::{Ev, Fabric, Packet, PacketKind};
+use super::{Device, Ev, Fabric, LinkFc, Packet, PacketKind};
 use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
 use crate::models::cc::{DcqcnParams, TimelyParams};
 use crate::models::marking::{Marking, RedEcn, RedParams};
@@ -360,6 +360,9 @@ pub struct RoceState {
     pub rate_samples_truncated: bool,
     /// PFC watchdog per port (empty when off).
     watchdog: Vec<PfcWatchdog>,
+    /// Per flow: it runs a RoCEv2 queue pair (its path crosses a PFC link). The others are
+    /// GPU load/store traffic inside a server: line rate, no ACK, CNP or go-back-N.
+    qp: Vec<bool>,
     /// (port, priority) in a watchdog storm.
     storm: Vec<bool>,
 }
@@ -407,6 +410,11 @@ impl RoceState {
     #[inline]
     fn ix(port: u32, prio: u8) -> usize {
         port as usize * NP + prio as usize
+    }
+
+    /// Port `p`'s timer is armed for `now`.
+    pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
+        self.timer_at[p as usize] == now
     }
 
     /// Bytes queued at (port, prio).
@@ -497,7 +505,7 @@ impl Fabric {
         let mut mmu = Vec::with_capacity(n_nodes);
         let mut lossless_asserted = true;
         for n in 0..n_nodes {
-            if self.is_host[n] {
+            if self.device[n] != Device::RoceSwitch {
                 mmu.push(None);
                 continue;
             }
@@ -562,9 +570,19 @@ impl Fabric {
                 sim_core::RngStreams::new(self.cfg.seed).stream(sim_core::rng::stream::ECN_MARKING),
             )
         });
-        // Per-flow congestion control at the NIC's rate.
-        for (i, f) in self.flows.iter().enumerate() {
-            let line = self.ports[self.nics[f.src as usize].port as usize].rate;
+        // Which flows run a queue pair, and at what line rate: the first PFC port on the path
+        // (the host's own port on a RoCEv2 network, the NIC's network port in a cluster).
+        let qp_line: Vec<Option<BitsPerSec>> = (0..self.flows.len() as u32)
+            .map(|f| {
+                self.flow_path(f)
+                    .into_iter()
+                    .find(|&p| self.link_fc[p as usize] == LinkFc::Pfc)
+                    .map(|p| self.ports[p as usize].rate)
+            })
+            .collect();
+        // Per-flow congestion control at the queue pair's line rate.
+        for (i, line) in qp_line.iter().enumerate() {
+            let Some(line) = *line else { continue };
             let cc = match &cfg.cc {
                 RoceCc::None => continue,
                 RoceCc::Dcqcn(p) => {
@@ -587,11 +605,16 @@ impl Fabric {
         let n_flows = self.flows.len();
         let frame = RoceFrame::DATA_IPV4;
         let gbn_window = (0..n_flows as u32)
-            .map(|f| match (cfg.go_back_n, cfg.gbn_window) {
-                (None, _) | (_, GbnWindow::Unlimited) => u64::MAX,
-                (Some(_), GbnWindow::Bytes(b)) => b.max(self.cfg.mtu_bytes as u64),
-                (Some(_), GbnWindow::Bdp) => self.bdp_window_bytes(f, frame.ack_wire_bytes()),
-            })
+            .map(
+                |f| match (cfg.go_back_n.filter(|_| qp_line[f as usize].is_some()), cfg.gbn_window) {
+                    (None, _) | (_, GbnWindow::Unlimited) => u64::MAX,
+                    (Some(_), GbnWindow::Bytes(b)) => b.max(self.cfg.mtu_bytes as u64),
+                    (Some(_), GbnWindow::Bdp) => {
+                        let line = qp_line[f as usize].expect("a queue pair");
+                        self.bdp_window_bytes(f, line, frame.ack_wire_bytes())
+                    }
+                },
+            )
             .collect();
         let (watchdog, storm) = match cfg.pfc_watchdog {
             Some(w) => (vec![PfcWatchdog::new(w); n_ports], vec![false; n_ports * NP]),
@@ -634,6 +657,7 @@ impl Fabric {
             rate_samples_truncated: false,
             watchdog,
             storm,
+            qp: qp_line.iter().map(|l| l.is_some()).collect(),
             cfg,
         }));
         Ok(())
@@ -642,7 +666,7 @@ impl Fabric {
     /// [`GbnWindow::Bdp`] of flow `f`, payload bytes: the NIC line rate times the base RTT
     /// of its path (per hop both ways: propagation and port-to-port latency; one maximum
     /// frame forward and one ACK back of serialization), rounded up to whole frames.
-    fn bdp_window_bytes(&self, f: u32, ack_wire: u32) -> u64 {
+    fn bdp_window_bytes(&self, f: u32, line: BitsPerSec, ack_wire: u32) -> u64 {
         let max_wire = (self.cfg.mtu_bytes + self.cfg.header_bytes) as u64;
         let rtt_ps: u64 = self
             .flow_path(f)
@@ -654,7 +678,6 @@ impl Fabric {
                     + serialization_time(Bytes(ack_wire as u64), port.rate).ps()
             })
             .sum();
-        let line = self.ports[self.nics[self.flows[f as usize].src as usize].port as usize].rate;
         let bdp = (rtt_ps as u128 * line.0 as u128).div_ceil(8 * sim_core::time::PS_PER_S as u128) as u64;
         bdp.div_ceil(max_wire).max(1) * self.cfg.mtu_bytes as u64
     }
@@ -725,19 +748,39 @@ impl Fabric {
     }
 
     /// Port `p` may have something to send: start it now, or make sure `TxDone` comes.
-    fn roce_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+    pub(super) fn roce_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        if !matches!(
+            self.device[self.ports[p as usize].node as usize],
+            Device::RoceHost | Device::RoceSwitch
+        ) {
+            // A credit device's port on a PFC link (a NIC's network side).
+            return self.kick(s, p);
+        }
         let now = s.now();
-        let port = &mut self.ports[p as usize];
+        let port = &self.ports[p as usize];
         if port.txdone_pending {
             return;
         }
         if port.busy_until > now {
-            port.txdone_pending = true;
             let at = port.busy_until;
-            s.schedule(at, Origin(p), Ev::TxDone(p));
+            self.roce_wake_at(s, p, at);
             return;
         }
         self.roce_try_start(s, p);
+    }
+
+    /// Makes port `p` look again at `at`, when it is free: its `TxDone`; for a GPU on a credit
+    /// link (inside a server of a RoCEv2 cluster) its NIC wake-up, as for the endpoints of the
+    /// credit path, so that the same-instant order of its sends is theirs (a credit update
+    /// arriving at `at` goes out before the next data packet).
+    fn roce_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, at: SimTime) {
+        let node = self.ports[p as usize].node;
+        if self.link_fc[p as usize] == LinkFc::Credit && self.device[node as usize] == Device::RoceHost {
+            let h = self.host_of_node[node as usize];
+            return self.nic_wake_at(s, h, at);
+        }
+        self.ports[p as usize].txdone_pending = true;
+        s.schedule(at, Origin(p), Ev::TxDone(p));
     }
 
     /// `TxDone` on a RoCE port.
@@ -748,38 +791,46 @@ impl Fabric {
 
     /// Puts packet `id` on port `p` now and arms `TxDone` for its end.
     fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
-        let now = s.now();
-        let (wire, kind, payload) = {
-            let pk = self.packets.get(id);
-            (pk.wire_bytes, pk.kind, pk.payload_bytes)
-        };
-        let port = &mut self.ports[p as usize];
-        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
-        // The link's own framing (NVLink/PCIe hops inside the servers of a cluster).
-        let wire = port.framing.wire_bytes(payload, wire);
-        let done = now + serialization_time(Bytes(wire as u64), port.rate);
-        port.busy_until = done;
-        port.stats.packets_tx += 1;
-        port.stats.bytes_tx += wire as u64;
-        port.txdone_pending = true;
-        s.schedule(done, Origin(p), Ev::TxDone(p));
-        self.totals.link_hops += 1;
-        // A PFC frame is consumed by the far MAC as soon as it is in (its own pipe, so it is
-        // not held behind data that still has the far switch's latency to spend); everything
-        // else joins the far node after its port-to-port latency.
-        if kind == PacketKind::Pause {
-            let arrive = done + port.delay;
-            self.push_ctrl(s, p, id, arrive);
-            return;
+        let done = self.transmit(s, p, id, SimTime::ZERO);
+        self.roce_wake_at(s, p, done);
+    }
+
+    /// Port `p` may start a frame of priority `prio` now: the peer has not paused it.
+    #[inline]
+    pub(super) fn roce_may_send(&self, p: u32, prio: u8, now: SimTime) -> bool {
+        self.rr().pfc_rx[p as usize].may_send(prio, now)
+    }
+
+    /// Sends the PFC frame waiting for port `p`'s transmitter, if any; returns when the port is
+    /// free again. A MAC control frame goes ahead of any data.
+    pub(super) fn roce_send_pending_pfc<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        p: u32,
+    ) -> Option<SimTime> {
+        let pending = self.rr().pfc_pending[p as usize];
+        if pending == 0 {
+            return None;
         }
-        let arrive = done + port.delay + port.peer_latency;
-        let arrive = match port.pipe.tail_time() {
-            Some(last) => arrive.max(last),
-            None => arrive,
-        };
-        if port.pipe.push(arrive, id) {
-            let o = self.pipe_origin(p);
-            s.schedule(arrive, o, Ev::Arrive(p));
+        self.rs().pfc_pending[p as usize] = 0;
+        let id = self.packets.alloc(Packet {
+            kind: PacketKind::Pause,
+            aux: pending,
+            wire_bytes: PAUSE_WIRE_BYTES,
+            sent_at: s.now(),
+            ..Packet::control()
+        });
+        Some(self.transmit(s, p, id, SimTime::ZERO))
+    }
+
+    /// Port `p`'s link lets a packet of `payload`/`wire` bytes on priority (= lane) `prio` go
+    /// now: no PAUSE from the peer on a PFC link, enough credits on a credit link (a GPU's
+    /// NVLink or PCIe port inside a server of a RoCEv2 cluster).
+    fn roce_link_ready(&self, p: u32, prio: u8, payload: u32, wire: u32, now: SimTime) -> bool {
+        match self.link_fc[p as usize] {
+            LinkFc::Pfc => self.roce_may_send(p, prio, now),
+            LinkFc::Credit => self.ib_credits_cover(p, prio, payload, wire),
+            LinkFc::None => true,
         }
     }
 
@@ -792,17 +843,15 @@ impl Fabric {
                 return;
             }
         }
-        let pending = self.rr().pfc_pending[p as usize];
-        if pending != 0 {
-            self.rs().pfc_pending[p as usize] = 0;
-            let id = self.packets.alloc(Packet {
-                kind: PacketKind::Pause,
-                aux: pending,
-                wire_bytes: PAUSE_WIRE_BYTES,
-                sent_at: now,
-                ..Packet::control()
-            });
-            self.roce_transmit(s, p, id);
+        if let Some(done) = self.roce_send_pending_pfc(s, p) {
+            self.roce_wake_at(s, p, done);
+            return;
+        }
+        if self.link_fc[p as usize] == LinkFc::Credit
+            && let Some(done) = self.ib_send_queued_fc(s, p)
+        {
+            // A credit update of a GPU's port (inside a server of a RoCEv2 cluster).
+            self.roce_wake_at(s, p, done);
             return;
         }
         let node = self.ports[p as usize].node;
@@ -814,10 +863,14 @@ impl Fabric {
         };
         if let Some(id) = id {
             let prio = self.packets.get(id).vl;
-            assert!(
-                self.rr().pfc_rx[p as usize].may_send(prio, now),
-                "port {p} started a frame of priority {prio} while paused"
-            );
+            match self.link_fc[p as usize] {
+                LinkFc::Pfc => assert!(
+                    self.roce_may_send(p, prio, now),
+                    "port {p} started a frame of priority {prio} while paused"
+                ),
+                LinkFc::Credit => self.ib_charge_credits(p, id),
+                LinkFc::None => {}
+            }
             self.roce_transmit(s, p, id);
             self.roce_flush_edges(s);
         }
@@ -911,19 +964,30 @@ impl Fabric {
     fn roce_nic_pick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, p: u32) -> Option<u32> {
         let now = s.now();
         if let Some(&id) = self.rr().ctrl_q[h as usize].front() {
-            let prio = self.packets.get(id).vl;
-            if self.rr().pfc_rx[p as usize].may_send(prio, now) {
+            let pk = self.packets.get(id);
+            if self.roce_link_ready(p, pk.vl, pk.payload_bytes, pk.wire_bytes, now) {
                 self.rs().ctrl_q[h as usize].pop_front();
                 return Some(id);
             }
         }
         let n_active = self.nics[h as usize].active.len();
         let mut earliest = SimTime::MAX;
+        let credit_link = self.link_fc[p as usize] == LinkFc::Credit;
+        let (mtu, header) = (self.cfg.mtu_bytes as u64, self.cfg.header_bytes);
         for _ in 0..n_active {
             let f = self.nics[h as usize].active.pop_front()?;
             let st = &self.flow_state[f as usize];
             let prio = self.flows[f as usize].class;
-            let paused = !self.rr().pfc_rx[p as usize].may_send(prio, now);
+            if credit_link {
+                // Credits short for the flow's next packet: the send queue waits for the
+                // flow-control packet that brings them, its order kept (as an HCA's VL queue).
+                let payload = st.unsent_bytes.min(mtu) as u32;
+                if st.next_send_at <= now && !self.ib_credits_cover(p, prio, payload, payload + header) {
+                    self.nics[h as usize].active.push_front(f);
+                    break;
+                }
+            }
+            let paused = !self.roce_link_ready(p, prio, 0, 0, now) && !credit_link;
             // Go-back-N window full: wait for an ACK (which kicks the NIC).
             let sent_pos = self.flows[f as usize].size.get() - st.unsent_bytes;
             let window_full = sent_pos - self.rr().snd_acked[f as usize] >= self.rr().gbn_window[f as usize];
@@ -952,7 +1016,7 @@ impl Fabric {
         let id = self.cut_packet(now, f, prio);
         let wire = self.packets.get(id).wire_bytes;
         self.packets.get_mut(id).aux = seq;
-        let gbn = self.rr().cfg.go_back_n;
+        let gbn = self.rr().cfg.go_back_n.filter(|_| self.rr().qp[f as usize]);
         let payload = self.packets.get(id).payload_bytes as u64;
         let r = self.rs();
         r.last_tx[f as usize] = (now, wire);
@@ -987,6 +1051,24 @@ impl Fabric {
     pub(super) fn roce_nic_wake<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
         let p = self.nics[h as usize].port;
         self.roce_kick(s, p);
+    }
+
+    /// Port `x` (a credit device's ingress on a PFC link) asks its sender to stop or go on
+    /// with priority `prio`.
+    pub(super) fn roce_pfc_edge<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        prio: u8,
+        edge: PfcEdge,
+    ) {
+        self.rs().pending_edges.push((x, prio, edge));
+        self.roce_flush_edges(s);
+    }
+
+    /// Port `x` has told its sender to stop priority `prio` (and not yet to go on).
+    pub(super) fn roce_pfc_asserted(&self, x: u32, prio: u8) -> bool {
+        self.rr().pfc_tx[x as usize].is_asserted(prio)
     }
 
     /// Applies the PFC edges collected during an MMU operation: frames to the ingress
@@ -1025,12 +1107,11 @@ impl Fabric {
             (port.peer_node, port.peer_port)
         };
         let pkt = *self.packets.get(id);
-        if pkt.kind == PacketKind::Pause {
-            self.packets.free(id);
-            self.roce_on_pfc(s, x, p, &decode(pkt.aux));
-            return;
-        }
         if self.is_host[node as usize] {
+            if self.link_fc[x as usize] == LinkFc::Credit {
+                // A GPU inside a server: its port takes the packet and returns the credits.
+                self.ib_endpoint_accept(s, x, id);
+            }
             match pkt.kind {
                 PacketKind::Data => self.roce_receive(s, id),
                 PacketKind::Cnp => {
@@ -1157,10 +1238,21 @@ impl Fabric {
         self.roce_kick(s, out);
     }
 
+    /// A PFC frame (encoded as `aux`) sent by port `from` reaches port `x`.
+    pub(super) fn roce_on_pause_frame<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        from: u32,
+        aux: u64,
+    ) {
+        self.roce_on_pfc(s, x, from, &decode(aux));
+    }
+
     /// A PFC frame sent by port `from` reaches port `x` (which sends back over that link).
     fn roce_on_pfc<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, from: u32, frame: &PfcFrame) {
         let now = s.now();
-        let switch_port = !self.is_host[self.ports[x as usize].node as usize];
+        let switch_port = self.device[self.ports[x as usize].node as usize] == Device::RoceSwitch;
         let r = self.rs();
         let resumed = r.pfc_rx[x as usize].on_frame(now, frame);
         for prio in 0..NP as u8 {
@@ -1224,7 +1316,7 @@ impl Fabric {
             }
         }
         let node = self.ports[x as usize].node as usize;
-        if !self.is_host[node]
+        if self.device[node] == Device::RoceSwitch
             && self
                 .rr()
                 .watchdog
@@ -1333,7 +1425,7 @@ impl Fabric {
         let succ = |e: u32, prio: u8| -> Vec<u32> {
             let peer = &self.ports[e as usize];
             let node = peer.peer_node as usize;
-            if self.is_host[node] {
+            if self.device[node] != Device::RoceSwitch {
                 return Vec::new();
             }
             let ingress = peer.peer_port;
@@ -1441,8 +1533,10 @@ impl Fabric {
         let pkt = *self.packets.get(id);
         let f = pkt.flow;
         let r = self.rs();
-        let gbn = r.cfg.go_back_n.is_some();
-        let acks = r.cfg.acks || gbn || matches!(r.cfg.cc, RoceCc::Timely(_));
+        // Load/store flows inside a server have no queue pair: no ACK, no go-back-N.
+        let qp = r.qp[f as usize];
+        let gbn = qp && r.cfg.go_back_n.is_some();
+        let acks = qp && (r.cfg.acks || gbn || matches!(r.cfg.cc, RoceCc::Timely(_)));
         let exp = r.rcv_expected[f as usize];
         let mut reply = None;
         if !gbn || pkt.aux == exp {

@@ -184,6 +184,17 @@ impl IbConfig {
     }
 }
 
+impl IbConfig {
+    /// The credit layer of the servers of a GPU cluster whose network is not credit-based
+    /// (RoCEv2): the link layer an InfiniBand cluster's servers run (these defaults: 64-B
+    /// credits, 1024-credit buffers per lane, 6-B flow-control packets, immediate updates), so
+    /// the servers behave the same whatever the network, with 8 lanes so that a packet's lane
+    /// inside a server is its Ethernet priority (the engine requires lane = priority).
+    pub fn server_layer() -> IbConfig {
+        IbConfig::with_vls(8)
+    }
+}
+
 impl Default for IbConfig {
     fn default() -> Self {
         IbConfig::with_vls(1)

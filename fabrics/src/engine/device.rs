@@ -1,0 +1,99 @@
+//! Which model runs each node and each link: chosen per node by its kind and per link by its
+//! kind, once, when the fabric is built. The engine core dispatches on these tags and never on
+//! a fabric kind, so one run can compose NVSwitch crossbars and PCIe switches (credit devices
+//! on credit links) inside servers with RoCEv2 switches (PFC links) between them.
+//!
+//! | node kind | no lossless layer | InfiniBand run | RoCEv2 run | RoCEv2 cluster |
+//! |---|---|---|---|---|
+//! | endpoint (host, GPU) | `OqHost` | `CreditHost` | `RoceHost` | `RoceHost` |
+//! | network switch | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `RoceSwitch` |
+//! | GPU hub, NVSwitch, PCIe switch, root complex, NIC | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `CreditSwitch` |
+//!
+//! "RoCEv2 cluster" is a RoCEv2 run whose [`EngineConfig::ib`] holds the servers' credit layer
+//! (set by the scenario loader for a `cluster` on `rocev2`): the servers' internals keep their
+//! credit-based links and cut-through devices, the network its PFC/ECN switches, and the NIC is
+//! where one hands over to the other (credits on its PCIe side, PFC on its network side).
+
+use super::EngineConfig;
+use crate::topology::{LinkKind, NodeKind};
+
+/// The switching discipline of one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// An endpoint of the base fabric: NIC segmentation, round-robin, pacing (`engine/nic.rs`).
+    OqHost,
+    /// Output-queued, store-and-forward Ethernet switch with a per-port buffer model (the base
+    /// fabric, `engine/mod.rs`).
+    OqSwitch,
+    /// An endpoint on credit links: InfiniBand HCA with per-VL send queues and IB CC, or a GPU
+    /// doing load/store over NVLink/PCIe (`engine/ib.rs`).
+    CreditHost,
+    /// An input-buffered, cut-through device with per-lane credits: InfiniBand switch, NVSwitch
+    /// chip, GPU hub, PCIe switch, root complex, NIC (`engine/ib.rs`).
+    CreditSwitch,
+    /// A RoCEv2 endpoint: queue pairs with DCQCN/TIMELY, CNP/ACK/NACK, go-back-N
+    /// (`engine/roce.rs`).
+    RoceHost,
+    /// Shared-buffer Ethernet switch with 8 priorities, PFC, ECN, strict priority + DWRR
+    /// (`engine/roce.rs`).
+    RoceSwitch,
+}
+
+impl Device {
+    /// The device of a node of `kind` in a run configured by `cfg` (module table).
+    pub fn of(kind: NodeKind, cfg: &EngineConfig) -> Device {
+        let host = matches!(kind, NodeKind::Host);
+        let server_internal = !host && !matches!(kind, NodeKind::Switch { .. });
+        match (cfg.ib.is_some(), cfg.roce.is_some()) {
+            (false, false) if host => Device::OqHost,
+            (false, false) => Device::OqSwitch,
+            (true, false) if host => Device::CreditHost,
+            (true, false) => Device::CreditSwitch,
+            (_, true) if host => Device::RoceHost,
+            (true, true) if server_internal => Device::CreditSwitch,
+            (_, true) => Device::RoceSwitch,
+        }
+    }
+
+    /// An endpoint (it delivers packets addressed to it and forwards none).
+    #[inline]
+    pub fn is_host(self) -> bool {
+        matches!(self, Device::OqHost | Device::CreditHost | Device::RoceHost)
+    }
+
+    /// The device starts forwarding a packet once its head is in (cut-through); the others
+    /// take it whole first (store-and-forward, and endpoints).
+    #[inline]
+    pub fn cut_through(self) -> bool {
+        matches!(self, Device::CreditSwitch)
+    }
+}
+
+/// The link-level flow control that governs one direction of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkFc {
+    /// None: the sender sends when its port is free (the base fabric; its buffer model may drop).
+    None,
+    /// Credits per lane returned by flow-control packets (InfiniBand 64-B blocks, NVLink flits,
+    /// PCIe data credits: [`crate::ib::IbConfig::credit_unit_bytes`]).
+    Credit,
+    /// IEEE 802.1Qbb PFC per priority: the receiver pauses the sender (`models/pfc.rs`).
+    Pfc,
+}
+
+impl LinkFc {
+    /// The flow control of a link of `kind` between devices `a` and `b`: credits where both ends
+    /// are credit devices, or on a server's own links (NVLink, PCIe, internal attachments) when
+    /// the run has a credit layer; PFC on the other links of a RoCEv2 run; none otherwise.
+    pub fn of(kind: LinkKind, a: Device, b: Device, cfg: &EngineConfig) -> LinkFc {
+        let credit = |d: Device| matches!(d, Device::CreditHost | Device::CreditSwitch);
+        let server_link = matches!(kind, LinkKind::NvLink | LinkKind::Pcie | LinkKind::Internal);
+        if cfg.ib.is_some() && ((credit(a) && credit(b)) || server_link) {
+            LinkFc::Credit
+        } else if cfg.roce.is_some() {
+            LinkFc::Pfc
+        } else {
+            LinkFc::None
+        }
+    }
+}

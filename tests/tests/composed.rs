@@ -1,0 +1,183 @@
+//! One engine, composed models: a GPU cluster on RoCEv2 keeps its servers' credit-based
+//! NVLink/PCIe links and cut-through devices, and only the network runs PFC, ECN and DCQCN
+//! (`fabrics::engine::Device`, `LinkFc`).
+
+use fabricsim_tests::{fabricsim, s};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Writes `text` as `<name>.toml` in `dir`, runs it, and returns the results directory.
+fn run_scenario(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join(name);
+    let r = fabricsim(&["run", s(&file), "--out", s(&out), "-q"]);
+    assert_eq!(r.code, 0, "{name}: {}{}", r.stdout, r.stderr);
+    out
+}
+
+/// `ports.csv` as rows of column name -> value.
+fn ports(results: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut rd = csv::Reader::from_path(results.join("ports.csv")).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    rd.records()
+        .map(|r| head.iter().cloned().zip(r.unwrap().iter().map(String::from)).collect())
+        .collect()
+}
+
+fn num(row: &BTreeMap<String, String>, col: &str) -> f64 {
+    row[col].parse().unwrap_or_else(|_| panic!("{col} = {:?}", row[col]))
+}
+
+/// A node of a server: the cluster builder names them `s<server>.<device>`.
+fn server_node(node: &str) -> bool {
+    node.starts_with('s') && node[1..].split('.').next().is_some_and(|n| n.parse::<u32>().is_ok())
+}
+
+/// A port inside a server: on a link between two of its devices (NVLink, PCIe, a GPU's
+/// attachment). A NIC's network port is the network's edge, not inside.
+fn in_server(row: &BTreeMap<String, String>) -> bool {
+    server_node(&row["node"]) && server_node(&row["peer"])
+}
+
+const CLUSTER: &str = r#"[scenario]
+name = "NAME"
+seed = 1
+
+[topology]
+kind = "cluster"
+servers = 16
+server = "hgx_h100"
+k = 8
+nic_link = { rate = "400Gbps", cable_m = 5 }
+fabric_link = { rate = "400Gbps", cable_m = 20 }
+
+[fabric]
+kind = "FABRIC"
+"#;
+
+/// The acceptance case of the engine issue: 16 HGX servers on 400G RoCEv2 with ECN and DCQCN
+/// running a hierarchical AllReduce while GPU 0 of 15 servers sends into GPU 0 of server 0
+/// (a 15-to-1 incast across the network, lossless class 3). The network pauses and marks
+/// (checked, so the test cannot pass vacuously); no port inside a server sends or receives a
+/// PAUSE, is paused, or marks ECN, and every flow completes with no drop.
+#[test]
+fn roce_cluster_pauses_and_marks_only_in_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let senders: Vec<String> = (1..16).map(|sv| (sv * 8).to_string()).collect();
+    let text = CLUSTER.replace("NAME", "roce_mixed").replace("FABRIC", "rocev2")
+        + &format!(
+            r#"
+[fabric.roce]
+lossless = [3]
+lossy = [0, 6]
+ecn = {{ preset = "dcqcn_paper" }}
+cc = {{ kind = "dcqcn", preset = "paper" }}
+
+[[workload]]
+kind = "collective"
+name = "hier"
+op = "all_reduce"
+algorithm = "hierarchical"
+size = "1MiB"
+class = 3
+
+[[workload]]
+kind = "incast"
+name = "incast"
+receiver = 0
+senders = [{}]
+size = "512KiB"
+class = 3
+
+[run]
+end_time = "20ms"
+"#,
+            senders.join(", ")
+        );
+    let out = run_scenario(dir.path(), "roce_mixed", &text);
+    let rows = ports(&out);
+    let (mut net_pauses, mut net_marks) = (0.0, 0.0);
+    for r in &rows {
+        let signals = [
+            "paused_ns",
+            "pause_frames_tx",
+            "resume_frames_tx",
+            "pfc_frames_rx",
+            "ecn_marked",
+        ];
+        if in_server(r) {
+            for c in signals {
+                assert_eq!(
+                    num(r, c),
+                    0.0,
+                    "port {} of {} (inside a server): {c}",
+                    r["port"],
+                    r["node"]
+                );
+            }
+        } else {
+            net_pauses += num(r, "pause_frames_tx");
+            net_marks += num(r, "ecn_marked");
+        }
+        assert_eq!(num(r, "drops"), 0.0, "port {} of {}", r["port"], r["node"]);
+    }
+    assert!(rows.iter().any(in_server) && rows.iter().any(|r| !in_server(r)));
+    assert!(
+        net_pauses > 0.0 && net_marks > 0.0,
+        "no congestion in the network: pauses {net_pauses}, marks {net_marks}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let flows = &summary["flows"];
+    assert_eq!(flows["completed"], flows["total"], "{flows}");
+    assert!(summary["counters"]["roce_cnps_received"].as_u64().unwrap() > 0);
+}
+
+/// The per-server stage of a hierarchical AllReduce on one active server (its 8 GPUs, no
+/// network traffic) takes the same time to the picosecond on the NDR InfiniBand cluster and on
+/// the 400G RoCEv2 cluster: inside a server nothing depends on the network's discipline,
+/// header or switch. Checked on the flows' finish times, per flow, exactly.
+#[test]
+fn server_stage_is_the_same_on_infiniband_and_rocev2_clusters() {
+    let dir = tempfile::tempdir().unwrap();
+    // A ring AllReduce over the 8 GPUs of server 0 (hosts 0..7): NVLink and NVSwitch only.
+    let workload = r#"
+[[workload]]
+kind = "collective"
+name = "server0"
+op = "all_reduce"
+algorithm = "ring"
+ranks = 8
+size = "4MiB"
+class = 3
+"#;
+    let mut finish = Vec::new();
+    for (name, fabric, extra) in [
+        ("ib", "infiniband", ""),
+        ("roce", "rocev2", "\n[fabric.roce]\nlossless = [3]\nlossy = [0, 6]\n"),
+    ] {
+        let text = CLUSTER.replace("NAME", name).replace("FABRIC", fabric) + extra + workload;
+        let out = run_scenario(dir.path(), name, &text);
+        let mut rd = csv::Reader::from_path(out.join("flows.csv")).unwrap();
+        let head = rd.headers().unwrap().clone();
+        let col = |c: &str| head.iter().position(|h| h == c).unwrap();
+        let (src, dst, fin) = (col("src"), col("dst"), col("finish_ns"));
+        let rows: Vec<(String, String, String)> = rd
+            .records()
+            .map(|r| {
+                let r = r.unwrap();
+                (r[src].to_string(), r[dst].to_string(), r[fin].to_string())
+            })
+            .collect();
+        assert!(
+            rows.len() > 8 && rows.iter().all(|r| !r.2.is_empty()),
+            "{name}: {rows:?}"
+        );
+        finish.push(rows);
+    }
+    assert_eq!(
+        finish[0], finish[1],
+        "per-flow finish times differ between the IB and the RoCEv2 cluster"
+    );
+}
