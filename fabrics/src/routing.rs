@@ -361,6 +361,37 @@ impl Routes {
         self.table[row as usize * self.n_leaves + leaf as usize] = g;
     }
 
+    /// At switch `node`, narrows every next-hop set that contains a port with `prefer[port]`
+    /// (indexed by the node's local port) to those ports; sets without one stay as they are.
+    /// Used to keep a GPU's traffic for other servers on its own NIC (`cluster` topologies).
+    /// Panics if `node` is not a switch.
+    pub fn prefer_at(&mut self, node: u32, prefer: &[bool]) {
+        let row = self.switch_row[node as usize];
+        assert!(row != NOT_A_SWITCH, "node {node} is not a switch");
+        let mut narrowed: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+        for leaf in 0..self.n_leaves {
+            let cell = row as usize * self.n_leaves + leaf;
+            let g = self.table[cell];
+            let new = *narrowed.entry(g).or_insert_with(|| {
+                let ports = &self.group_ports
+                    [self.group_offsets[g as usize] as usize..self.group_offsets[g as usize + 1] as usize];
+                let keep: Vec<u16> = ports
+                    .iter()
+                    .copied()
+                    .filter(|&p| prefer.get(p as usize) == Some(&true))
+                    .collect();
+                if keep.is_empty() || keep.len() == ports.len() {
+                    return g;
+                }
+                let id = self.group_offsets.len() as u32 - 1;
+                self.group_ports.extend_from_slice(&keep);
+                self.group_offsets.push(self.group_ports.len() as u32);
+                id
+            });
+            self.table[cell] = new;
+        }
+    }
+
     /// Number of leaf switches (route destinations).
     pub fn n_leaves(&self) -> usize {
         self.n_leaves

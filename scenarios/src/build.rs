@@ -194,6 +194,19 @@ impl Loaded {
             _ => Routes::try_ecmp(&topology),
         }
         .map_err(|e| self.err("topology", e.to_string()))?;
+        let mut routes = routes;
+        if let TopologySpec::Cluster { gpu_nic, .. } = &sc.topology {
+            match gpu_nic.as_deref() {
+                None | Some("own") => keep_gpu_traffic_on_own_nic(&topology, &mut routes),
+                Some("any") => {}
+                Some(other) => {
+                    return Err(self.err(
+                        "topology.gpu_nic",
+                        format!("expected \"own\" or \"any\", got {other:?}"),
+                    ));
+                }
+            }
+        }
         let engine = self.build_engine()?;
         let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
@@ -406,6 +419,7 @@ impl Loaded {
                 nic_link,
                 fabric_link,
                 rail_optimised,
+                ..
             } => {
                 if !matches!(kind, FabricKind::Infiniband | FabricKind::Ethernet | FabricKind::Rocev2) {
                     return Err(self.err(
@@ -931,6 +945,15 @@ impl Loaded {
         };
         c.vl_buffer_blocks = credits("vl_buffer", spec.vl_buffer, c.vl_buffer_blocks)?;
         c.hca_vl_buffer_blocks = credits("hca_vl_buffer", spec.hca_vl_buffer, c.hca_vl_buffer_blocks)?;
+        if let Some(q) = &spec.input_queues {
+            c.switch_voq = match q.as_str() {
+                "fifo" => false,
+                "voq" => true,
+                _ => {
+                    return Err(self.err(&at("input_queues"), format!("expected \"fifo\" or \"voq\", got {q:?}")));
+                }
+            };
+        }
         if let Some(pool) = spec.shared_pool {
             let b = pool.get().get();
             if b % 64 != 0 || b / 64 > MAX_IB_BUFFER_BLOCKS {
@@ -1474,6 +1497,26 @@ fn parse_ratio(s: &str) -> Option<(u32, u32)> {
     let (a, b) = s.split_once(':')?;
     let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
     (a > 0 && b > 0).then_some((a, b))
+}
+
+/// At every GPU hub, traffic whose shortest paths include the hub's PCIe link (traffic for
+/// another server) takes that link only: it leaves through the NIC behind the GPU's own PCIe
+/// switch, on the GPU's rail, as NCCL sends it (not over NVLink to another GPU's NIC).
+fn keep_gpu_traffic_on_own_nic(topo: &Topology, routes: &mut Routes) {
+    use fabrics::topology::{LinkKind, NodeKind};
+    for n in topo.graph.node_indices() {
+        if !matches!(topo.graph[n].kind, NodeKind::GpuHub) {
+            continue;
+        }
+        let prefer: Vec<bool> = topo
+            .ports(n)
+            .iter()
+            .map(|&(e, _)| topo.graph[e].kind == LinkKind::Pcie)
+            .collect();
+        if prefer.contains(&true) {
+            routes.prefer_at(n.index() as u32, &prefer);
+        }
+    }
 }
 
 #[cfg(test)]

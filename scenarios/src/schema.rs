@@ -120,6 +120,11 @@ pub enum TopologySpec {
         fabric_link: LinkSpec,
         #[serde(default = "yes")]
         rail_optimised: bool,
+        /// Which NIC a GPU's traffic to another server leaves through: `own` (default: the
+        /// NIC behind the GPU's own PCIe switch, its rail, as NCCL does) or `any` (every
+        /// equally short path, ECMP: another GPU's NIC over NVLink too, NCCL's PXN).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gpu_nic: Option<String>,
     },
     /// Hosts and switches listed by hand.
     Custom {
@@ -443,6 +448,10 @@ pub struct InfinibandSpec {
     /// Receive buffer per VL of every HCA (default 64KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hca_vl_buffer: Option<SizeSpec>,
+    /// Switch input discipline: `fifo` (default: one FIFO per input and VL, head-of-line
+    /// blocking) or `voq` (virtual output queues per input and VL; `docs/models/infiniband.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_queues: Option<String>,
     /// At most one flow-control packet per VL per this interval (default 0: every change).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_update_interval: Option<TimeSpec>,

@@ -181,3 +181,95 @@ class = 3
         "per-flow finish times differ between the IB and the RoCEv2 cluster"
     );
 }
+
+/// Traffic for another server leaves through the GPU's own NIC (`gpu_nic = "own"`, the
+/// default): flows from every GPU of server 0 to GPU 0 of server 1 (other rails but one)
+/// each cross their own GPU's PCIe link and NIC and no NVLink; with `gpu_nic = "any"` some of
+/// them take another GPU's NIC over NVLink (ECMP over equally short paths), so the check can
+/// fail.
+#[test]
+fn cluster_traffic_leaves_through_the_gpus_own_nic() {
+    let dir = tempfile::tempdir().unwrap();
+    let flows: Vec<String> = (0..8)
+        .map(|g| format!("{{ src = {g}, dst = 8, size = \"256KiB\" }}"))
+        .collect();
+    let mut nvlink_packets = Vec::new();
+    for choice in ["own", "any"] {
+        let text = CLUSTER.replace("NAME", choice).replace("FABRIC", "infiniband").replace(
+            "fabric_link = { rate = \"400Gbps\", cable_m = 20 }",
+            &format!("fabric_link = {{ rate = \"400Gbps\", cable_m = 20 }}\ngpu_nic = \"{choice}\""),
+        ) + &format!("\n[[workload]]\nkind = \"flows\"\nflows = [{}]\n", flows.join(", "));
+        let out = run_scenario(dir.path(), choice, &text);
+        let rows = ports(&out);
+        let tx = |node: &str, peer: &str| {
+            rows.iter()
+                .filter(|r| r["node"] == node && r["peer"] == peer)
+                .map(|r| num(r, "packets_tx"))
+                .sum::<f64>()
+        };
+        // Server 0's NICs: NIC g carries GPU g's 64 packets (256 KiB / 4 KiB) to the network.
+        let mut nic_data = Vec::new();
+        for g in 0..8 {
+            let to_net: f64 = rows
+                .iter()
+                .filter(|r| r["node"] == format!("s0.nic{g}") && !server_node(&r["peer"]))
+                .map(|r| num(r, "packets_tx"))
+                .sum();
+            nic_data.push(to_net);
+        }
+        let nv: f64 = rows
+            .iter()
+            .filter(|r| {
+                r["node"].starts_with("s0.gpu") && r["node"].ends_with(".hub") && r["peer"].starts_with("s0.nvsw")
+            })
+            .map(|r| num(r, "packets_tx"))
+            .sum();
+        if choice == "own" {
+            assert_eq!(
+                nic_data,
+                vec![64.0; 8],
+                "every NIC of server 0 carries its own GPU's flow"
+            );
+            assert_eq!(tx("s0.gpu3.hub", "s0.pcie3"), 64.0);
+        }
+        nvlink_packets.push(nv);
+    }
+    assert!(
+        nvlink_packets[1] > nvlink_packets[0],
+        "ECMP never used another GPU's NIC: {nvlink_packets:?}"
+    );
+}
+
+/// Bad values of the new keys are refused with the field and the accepted names, exit 2.
+#[test]
+fn bad_input_queues_and_gpu_nic_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = "\n[[workload]]\nkind = \"permutation\"\nsize = \"1MiB\"\n";
+    let cases = [
+        (
+            CLUSTER.replace("FABRIC", "infiniband") + "\n[fabric.infiniband]\ninput_queues = \"shared\"\n" + workload,
+            "fabric.infiniband.input_queues",
+            "\"fifo\" or \"voq\"",
+        ),
+        (
+            CLUSTER
+                .replace("FABRIC", "infiniband")
+                .replace("[fabric]", "gpu_nic = \"nearest\"\n\n[fabric]")
+                + workload,
+            "topology.gpu_nic",
+            "\"own\" or \"any\"",
+        ),
+    ];
+    for (i, (text, field, want)) in cases.iter().enumerate() {
+        let p = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&p, text.replace("NAME", "bad")).unwrap();
+        let r = fabricsim(&["validate", s(&p)]);
+        assert_eq!(r.code, 2, "case {i}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains(field) && r.stderr.contains(want),
+            "case {i}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains(&format!("bad{i}.toml:")), "case {i}: {}", r.stderr);
+    }
+}

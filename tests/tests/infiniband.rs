@@ -519,3 +519,49 @@ fn shared_pool_extends_the_credit_loop() {
     // No pool: identical to before.
     assert_eq!(run_with(2, 0), small);
 }
+
+/// Switch input discipline (`IbConfig::switch_voq`): h0 sends two 8 MiB flows, to h2 (shared
+/// with h1 and h3) and to h4 (free), through one NDR switch with 16 MiB input buffers (never
+/// full before the h4 flow ends: oldest-first serves h2's inputs by arrival rate, so h0's
+/// backlog grows at 0.3 C, 5 MB by then). With virtual output queues the h4 flow gets its HCA's
+/// round-robin half of the link, C/2 of payload (within 3 %); with one FIFO per input its
+/// packets wait behind h2's, which leave at about C/3, so it finishes at least 25 % later.
+#[test]
+fn virtual_output_queues_remove_head_of_line_blocking() {
+    let mut t = Topology::new("star");
+    let hosts: Vec<_> = (0..5).map(|i| t.add_host(format!("h{i}"), None)).collect();
+    let sw = t.add_switch("s0", 0, None);
+    for &h in &hosts {
+        t.add_link(h, sw, ib_link(IbSpeed::Ndr, 2));
+    }
+    let size = 8 << 20;
+    let flows = vec![flow(0, 2, size), flow(0, 4, size), flow(1, 2, size), flow(3, 2, size)];
+    let mut fct_h4 = Vec::new();
+    for voq in [false, true] {
+        let ib = IbConfig {
+            vl_buffer_blocks: (16 << 20) / 64,
+            switch_voq: voq,
+            ..IbConfig::default()
+        };
+        let f = run(&t, ib_cfg(ib), flows.clone());
+        let rec = f
+            .flow_records()
+            .iter()
+            .find(|r| r.src == 0 && r.dst == 4)
+            .expect("the h0 -> h4 flow");
+        fct_h4.push(rec.fct_ps().expect("completed") as f64);
+
+        if voq {
+            let payload_rate = IbSpeed::Ndr.data_rate(4).unwrap().0 as f64 * 4096.0 / (4096 + BASE_HEADER_BYTES) as f64;
+            let goodput = rec.goodput_bps().unwrap();
+            let ratio = goodput / (payload_rate / 2.0);
+            assert!((ratio - 1.0).abs() < 0.03, "VOQ: h0 -> h4 at {ratio:.4} of C/2");
+        }
+    }
+    assert!(
+        fct_h4[0] > 1.25 * fct_h4[1],
+        "FIFO {} ps vs VOQ {} ps",
+        fct_h4[0],
+        fct_h4[1]
+    );
+}

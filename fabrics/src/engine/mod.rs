@@ -336,6 +336,8 @@ impl Fabric {
                     .iter()
                     .any(|&n| matches!(topo.graph[petgraph::graph::NodeIndex::new(n)].kind, NodeKind::GpuHub));
                 port.framing = framing_of(link.kind, touches_hub, &cfg);
+                port.device = device[ni];
+                port.peer_device = device[peer.index()];
                 ports.push(port);
             }
         }
@@ -381,10 +383,20 @@ impl Fabric {
             .node_indices()
             .map(|n| matches!(topo.graph[n].kind, NodeKind::GpuHub | NodeKind::NvSwitch))
             .collect();
+        let net_switch: Vec<bool> = topo
+            .graph
+            .node_indices()
+            .map(|n| matches!(topo.graph[n].kind, NodeKind::Switch { .. }))
+            .collect();
         let ib = cfg.ib.clone().map(|ib_cfg| {
             let peer_is_host: Vec<bool> = ports.iter().map(|p: &Port| is_host[p.peer_node as usize]).collect();
             let own_is_host: Vec<bool> = ports.iter().map(|p: &Port| is_host[p.node as usize]).collect();
-            let voq_port: Vec<bool> = ports.iter().map(|p: &Port| spray[p.node as usize]).collect();
+            // Virtual output queues: the crossbars inside servers, and network switches when
+            // `switch_voq` asks for them.
+            let voq_port: Vec<bool> = ports
+                .iter()
+                .map(|p: &Port| spray[p.node as usize] || (ib_cfg.switch_voq && net_switch[p.node as usize]))
+                .collect();
             Box::new(IbState::new(
                 ib_cfg,
                 &peer_is_host,
@@ -698,7 +710,7 @@ impl Fabric {
     /// Port `p` may have something to send now: its device looks.
     fn kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         let node = self.ports[p as usize].node;
-        match self.device[node as usize] {
+        match self.ports[p as usize].device {
             Device::OqHost => {
                 let h = self.host_of_node[node as usize];
                 self.nic_send(s, h);
@@ -745,11 +757,7 @@ impl Fabric {
             return done;
         }
         let port = &mut self.ports[p as usize];
-        let head_in = if self.device[port.peer_node as usize].cut_through() {
-            now
-        } else {
-            done
-        };
+        let head_in = if port.peer_device.cut_through() { now } else { done };
         let mut arrive = head_in + port.delay + port.peer_latency;
         // A link is FIFO: nothing overtakes what is already on the wire.
         if let Some(last) = port.pipe.tail_time() {
@@ -785,7 +793,7 @@ impl Fabric {
         let port = &self.ports[p as usize];
         let node = port.peer_node;
         let in_port = port.peer_port;
-        match self.device[node as usize] {
+        match port.peer_device {
             Device::CreditHost | Device::CreditSwitch => return self.ib_on_arrive(s, p, id),
             Device::RoceHost | Device::RoceSwitch => return self.roce_on_arrive(s, p, id),
             Device::OqHost => return self.deliver(s, id),
@@ -1050,17 +1058,14 @@ impl Model for Fabric {
         match ev {
             Ev::Arrive(p) => self.on_arrive(s, p),
             Ev::CtrlArrive(p) => self.on_ctrl_arrive(s, p),
-            Ev::TxDone(p) => {
-                let node = self.ports[p as usize].node;
-                match self.device[node as usize] {
-                    Device::CreditHost | Device::CreditSwitch => self.ib_on_txdone(s, p),
-                    Device::RoceHost | Device::RoceSwitch => self.roce_on_txdone(s, p),
-                    Device::OqHost | Device::OqSwitch => {
-                        self.ports[p as usize].txdone_pending = false;
-                        self.try_start_queued(s, p);
-                    }
+            Ev::TxDone(p) => match self.ports[p as usize].device {
+                Device::CreditHost | Device::CreditSwitch => self.ib_on_txdone(s, p),
+                Device::RoceHost | Device::RoceSwitch => self.roce_on_txdone(s, p),
+                Device::OqHost | Device::OqSwitch => {
+                    self.ports[p as usize].txdone_pending = false;
+                    self.try_start_queued(s, p);
                 }
-            }
+            },
             Ev::NicWake(h) => {
                 let nic = &mut self.nics[h as usize];
                 if nic.wake_at == s.now() {

@@ -75,6 +75,10 @@ pub struct Port {
     pub stats: PortStats,
     /// How this link frames packets (see [`Framing`]).
     pub framing: Framing,
+    /// The device of this port's node and of the peer node (`device.rs`), kept here because
+    /// every hop dispatches on them.
+    pub device: super::Device,
+    pub peer_device: super::Device,
 }
 
 impl Port {
@@ -101,6 +105,8 @@ impl Port {
             ctrl_pipe: Pipe::new(),
             stats: PortStats::default(),
             framing: Framing::Native,
+            device: super::Device::OqSwitch,
+            peer_device: super::Device::OqSwitch,
         }
     }
 }

@@ -749,10 +749,7 @@ impl Fabric {
 
     /// Port `p` may have something to send: start it now, or make sure `TxDone` comes.
     pub(super) fn roce_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
-        if !matches!(
-            self.device[self.ports[p as usize].node as usize],
-            Device::RoceHost | Device::RoceSwitch
-        ) {
+        if !matches!(self.ports[p as usize].device, Device::RoceHost | Device::RoceSwitch) {
             // A credit device's port on a PFC link (a NIC's network side).
             return self.kick(s, p);
         }

@@ -86,6 +86,14 @@ pub struct IbConfig {
     /// (0 = none). The free pool is lent to the VL whose flow-control packet goes out next
     /// (and advertised in it); lent blocks return to the pool as that VL's packets leave.
     pub shared_pool_blocks: u32,
+    /// Switch input discipline. `false` (default): one FIFO per input port and VL, only its
+    /// head competes for an output (head-of-line blocking between outputs, the IBA reference
+    /// model of an input-buffered switch). `true`: virtual output queues per input and VL, every
+    /// packet competes for its output on arrival (oldest first), as in a shared-memory switch
+    /// with per-egress transmit queues (NVIDIA/Mellanox describe theirs so, US patent
+    /// 10,250,530 "Flexible buffer allocation in a network switch"); credits stay per input
+    /// and VL. HOQLife is not applied to virtual output queues (not modelled).
+    pub switch_voq: bool,
     pub credit_update: CreditUpdatePolicy,
     /// VL arbitration tables of every output port (switches and HCAs).
     pub vlarb: VlArbConfig,
@@ -121,6 +129,7 @@ impl IbConfig {
             vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
             hca_vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
             shared_pool_blocks: 0,
+            switch_voq: false,
             credit_update: CreditUpdatePolicy::default(),
             vlarb: VlArbConfig::opensm_default(n),
             hoq_life_switch: DEFAULT_HOQ_LIFE_SWITCH,
