@@ -124,6 +124,32 @@ pub enum Cmd {
     },
 }
 
+/// The `fabricsim` binary's `main`: logging set-up around [`run`] with the process's
+/// arguments, stdout and stderr. (A function, so that the integration-test crate can build
+/// the same binary: `fabricsim sweep` runs its points as children of the current binary.)
+pub fn main() -> std::process::ExitCode {
+    use std::io::IsTerminal;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The log level comes from `--log` (parsed again by the CLI) or `RUST_LOG`.
+    let level = args
+        .iter()
+        .position(|a| a == "--log")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.to_str())
+        .unwrap_or("warn")
+        .to_string();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let fancy = std::io::stderr().is_terminal();
+    let code = run(args, &mut std::io::stdout(), &mut std::io::stderr(), fancy);
+    std::process::ExitCode::from(code as u8)
+}
+
 /// Exit status for an error: 2 for an invalid scenario, 1 otherwise.
 pub fn exit_code(e: &RunError) -> i32 {
     match e {

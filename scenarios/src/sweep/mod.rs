@@ -380,6 +380,15 @@ impl Sweep {
                 || field.starts_with(&format!("{lp}."))
                 || field.starts_with(&format!("{lp}["))
         });
+        // A tagged table (`fabric.buffer = { kind = ..., size = ... }`) reports its values'
+        // errors at the table: blame the swept value inside it that the message quotes.
+        let swept = swept.or_else(|| {
+            self.params.iter().enumerate().find(|(i, p)| {
+                let lp = p.loader_path();
+                let quoted = format!("{}", p.values[assignment[*i]]);
+                !field.is_empty() && lp.starts_with(&format!("{field}.")) && e.message().contains(&quoted)
+            })
+        });
         let span = match swept {
             Some((_, p)) if unknown.is_some() => Some(p.key_span.clone()),
             Some((i, p)) => Some(p.value_spans[assignment[i]].clone()),

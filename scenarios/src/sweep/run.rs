@@ -91,6 +91,12 @@ pub fn up_to_date(run_dir: &Path, plan: &RunPlan) -> Option<Value> {
     (v.pointer("/scenario/resolved_sha256")?.as_str()? == plan.resolved_sha256).then_some(v)
 }
 
+/// The simulation's wall time recorded in a results directory (`timing.json`).
+fn recorded_wall_s(run_dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(run_dir.join("timing.json")).ok()?;
+    serde_json::from_str::<Value>(&text).ok()?.get("wall_seconds")?.as_f64()
+}
+
 /// The status of a run with results.
 fn status_of(summary: &Value) -> Status {
     if summary.pointer("/run/complete").and_then(Value::as_bool) == Some(true) {
@@ -159,14 +165,16 @@ pub fn collect(sweep: &Sweep, plans: &[PointPlan], out: &Path) -> Vec<RunRecord>
     for p in plans {
         let pdir = point_dir(out, p.index, sweep.n_points());
         for r in &p.runs {
-            let summary = up_to_date(&run_dir(&pdir, r.seed), r);
+            let dir = run_dir(&pdir, r.seed);
+            let summary = up_to_date(&dir, r);
+            let wall_s = summary.as_ref().and_then(|_| recorded_wall_s(&dir));
             records.push(RunRecord {
                 point: p.index,
                 seed: r.seed,
                 status: summary.as_ref().map_or(Status::Missing, status_of),
                 resumed: summary.is_some(),
                 summary,
-                wall_s: None,
+                wall_s,
             });
         }
     }
@@ -311,7 +319,7 @@ async fn orchestrate(
                     let eta = if left == 0 { String::new() } else {
                         format!(", ETA {}", clock(elapsed / n_done as f64 * left as f64))
                     };
-                    let wall = done.wall_s.map(|w| format!(" in {w:.1} s")).unwrap_or_default();
+                    let wall = done.wall_s.map(|w| format!(" in {w:.2} s")).unwrap_or_default();
                     let note = done.note.map(|n| format!(" ({n})")).unwrap_or_default();
                     let _ = writeln!(
                         err,
@@ -382,6 +390,11 @@ async fn run_job(
     };
     let start = now();
     remove_partials(&job.run_dir);
+    // Results of another scenario or incomplete ones (no summary.json, which `fabricsim run`
+    // would refuse to replace): this directory belongs to the sweep, start afresh.
+    if job.run_dir.exists() && !job.run_dir.join("summary.json").is_file() {
+        let _ = std::fs::remove_dir_all(&job.run_dir);
+    }
     let log = match std::fs::File::create(&job.log) {
         Ok(f) => f,
         Err(e) => {

@@ -49,7 +49,8 @@ pub struct RunRecord {
     pub status: Status,
     /// The run's `summary.json`, when it has results.
     pub summary: Option<Value>,
-    /// Wall time of the child process, when it ran in this invocation.
+    /// Wall time of the child process when it ran in this invocation; for a resumed run, the
+    /// simulation's own (`timing.json` `wall_seconds`).
     pub wall_s: Option<f64>,
     /// Up to date from an earlier invocation (not run again).
     pub resumed: bool,
@@ -188,12 +189,15 @@ fn fmt_f64(x: f64) -> String {
     format!("{x}")
 }
 
+/// A metric's mean and 95% half-width (none with fewer than two values), if it has values.
+type Stat = Option<(f64, Option<f64>)>;
+
 /// The mean and 95% half-width of every numeric column, per point.
 struct Aggregate {
     /// `(column index, column name)` of the numeric columns.
     metrics: Vec<(usize, String)>,
     /// Per point: (runs, ok runs, per metric `Option<(mean, half-width)>`).
-    points: Vec<(usize, usize, Vec<Option<(f64, Option<f64>)>>)>,
+    points: Vec<(usize, usize, Vec<Stat>)>,
 }
 
 fn aggregate(sweep: &Sweep, records: &[RunRecord], g: &Grid) -> Aggregate {
