@@ -10,30 +10,11 @@ use fabricsim_tests::{catalogue, fabricsim, s};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// A tiny scenario (the quickstart at 64 KiB / 256 KiB flows: milliseconds per run).
-const BASE: &str = r#"[scenario]
-name = "tiny"
-seed = 1
-
-[topology]
-kind = "fat_tree"
-k = 4
-host_link = { rate = "100Gbps", cable_m = 3 }
-fabric_link = { rate = "100Gbps", cable_m = 10 }
-
-[fabric]
-kind = "ethernet"
-mtu = "4KiB"
-switch_latency = "500ns"
-buffer = { kind = "per_port_tail_drop", size = "128KiB" }
-
-[[workload]]
-kind = "permutation"
-size = "64KiB"
-
-[run]
-end_time = "10ms"
-"#;
+/// The base of every sweep here: the shipped quickstart (a permutation on a k=4 fat-tree:
+/// milliseconds per run at the sizes swept below).
+fn base() -> String {
+    read(&catalogue("quickstart.toml"))
+}
 
 /// 2 x 2 points x 2 seeds.
 const GRID: &str = r#"
@@ -127,10 +108,23 @@ fn col(header: &[String], name: &str) -> usize {
         .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
 }
 
+/// Validates the base with `[sweep.params]` holding the one line `params` (the file's last):
+/// checks the exit status is 2 and returns the first error line, with the file and that line
+/// number written `FILE:LAST`.
+fn first_error(dir: &Path, params: &str) -> String {
+    let text = format!("{}\n[sweep.params]\n{params}\n", base());
+    let last = text.lines().count();
+    let f = write(dir, "bad.toml", &text);
+    let o = fabricsim(&["validate", s(&f)]);
+    assert_eq!(o.code, 2, "{o:?}");
+    let first = o.stderr.lines().next().unwrap_or_default();
+    first.replace(&format!("{}:{last}:", f.display()), "FILE:LAST:")
+}
+
 #[test]
 fn validate_lists_grid_points_first_parameter_slowest() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "g.toml", &format!("{BASE}{GRID}"));
+    let f = write(dir.path(), "g.toml", &format!("{}{GRID}", base()));
     let o = fabricsim(&["validate", s(&f)]);
     assert_eq!(o.code, 0, "{o:?}");
     let lines: Vec<&str> = o.stdout.lines().collect();
@@ -154,7 +148,7 @@ fn validate_zips_lists() {
     let f = write(
         dir.path(),
         "z.toml",
-        &format!("{BASE}{}", GRID.replace("seeds = 2", "mode = \"zip\"")),
+        &format!("{}{}", base(), GRID.replace("seeds = 2", "mode = \"zip\"")),
     );
     let o = fabricsim(&["validate", s(&f)]);
     assert_eq!(o.code, 0, "{o:?}");
@@ -173,7 +167,7 @@ fn validate_zips_lists() {
 fn bad_values_and_paths_are_located_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     // A bad value in point 1 of 2: reported at that value, with the point; nothing runs.
-    let text = format!("{BASE}\n[sweep.params]\n\"topology.k\" = [4, 5]\n");
+    let text = format!("{}\n[sweep.params]\n\"topology.k\" = [4, 5]\n", base());
     let line = text.lines().count();
     let f = write(dir.path(), "v.toml", &text);
     let out = dir.path().join("out");
@@ -193,55 +187,38 @@ fn bad_values_and_paths_are_located_and_exit_2() {
     assert!(!out.exists(), "an invalid sweep must not create its output directory");
 
     // A unit error inside a tagged table is still blamed on the swept value.
-    let text = format!("{BASE}\n[sweep.params]\n\"fabric.buffer.size\" = [\"1MiB\", \"12Kb\"]\n");
-    let line = text.lines().count();
-    let f = write(dir.path(), "u.toml", &text);
-    let o = fabricsim(&["validate", s(&f)]);
-    assert_eq!(o.code, 2, "{o:?}");
+    let e = first_error(dir.path(), "\"fabric.buffer.size\" = [\"1MiB\", \"12Kb\"]");
     assert!(
-        o.stderr.starts_with(&format!(
-            "error: {}:{line}:33: sweep point 1 (fabric.buffer.size = \"12Kb\"): fabric.buffer: invalid size \"12Kb\"",
-            f.display()
-        )),
-        "{o:?}"
+        e.starts_with(
+            "error: FILE:LAST:33: sweep point 1 (fabric.buffer.size = \"12Kb\"): fabric.buffer: invalid size \"12Kb\""
+        ),
+        "{e}"
     );
-
     // A path into a missing [[workload]] entry, and a misspelt key: at the key.
-    let text = format!("{BASE}\n[sweep.params]\n\"workload.2.size\" = [\"1MiB\"]\n");
-    let line = text.lines().count();
-    let f = write(dir.path(), "p.toml", &text);
-    let o = fabricsim(&["validate", s(&f)]);
-    assert_eq!(o.code, 2, "{o:?}");
-    assert!(
-        o.stderr.starts_with(&format!(
-            "error: {}:{line}:1: sweep point 0 (workload.2.size = \"1MiB\"): workload.2.size: `workload` has 1 \
-             entries (0..=0), so no entry 2\n",
-            f.display()
-        )),
-        "{o:?}"
+    let e = first_error(dir.path(), "\"workload.2.size\" = [\"1MiB\"]");
+    assert_eq!(
+        e,
+        "error: FILE:LAST:1: sweep point 0 (workload.2.size = \"1MiB\"): workload.2.size: `workload` has 1 entries \
+         (0..=0), so no entry 2"
     );
-    let text = format!("{BASE}\n[sweep.params]\n\"fabric.switch_latncy\" = [\"1us\"]\n");
-    let line = text.lines().count();
-    let f = write(dir.path(), "k.toml", &text);
-    let o = fabricsim(&["validate", s(&f)]);
-    assert_eq!(o.code, 2, "{o:?}");
+    let e = first_error(dir.path(), "\"fabric.switch_latncy\" = [\"1us\"]");
     assert!(
-        o.stderr.starts_with(&format!(
-            "error: {}:{line}:1: sweep point 0 (fabric.switch_latncy = \"1us\"): fabric.switch_latncy: unknown field `switch_latncy`",
-            f.display()
-        )),
-        "{o:?}"
+        e.starts_with(
+            "error: FILE:LAST:1: sweep point 0 (fabric.switch_latncy = \"1us\"): fabric.switch_latncy: unknown field \
+             `switch_latncy`"
+        ),
+        "{e}"
     );
 
     // Errors in the [sweep] table itself.
     let f = write(
         dir.path(),
         "m.toml",
-        &format!("{BASE}\n[sweep]\nmode = \"cartesian\"\n"),
+        &format!("{}\n[sweep]\nmode = \"cartesian\"\n", base()),
     );
     let o = fabricsim(&["sweep", s(&f)]);
     assert_eq!(o.code, 2, "{o:?}");
-    let line = BASE.lines().count() + 3;
+    let line = base().lines().count() + 3;
     assert_eq!(
         o.stderr,
         format!(
@@ -254,9 +231,9 @@ fn bad_values_and_paths_are_located_and_exit_2() {
 #[test]
 fn run_refuses_a_sweep_file_and_sweep_refuses_a_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let text = format!("{BASE}{GRID}");
+    let text = format!("{}{GRID}", base());
     let f = write(dir.path(), "g.toml", &text);
-    let line = BASE.lines().count() + 2;
+    let line = base().lines().count() + 2;
     for cmd in ["run", "topo"] {
         let o = fabricsim(&[cmd, s(&f)]);
         assert_eq!(o.code, 2, "{o:?}");
@@ -269,7 +246,7 @@ fn run_refuses_a_sweep_file_and_sweep_refuses_a_scenario() {
             "{cmd}: {o:?}"
         );
     }
-    let plain = write(dir.path(), "plain.toml", BASE);
+    let plain = write(dir.path(), "plain.toml", &base());
     let o = fabricsim(&["sweep", s(&plain)]);
     assert_eq!(o.code, 2, "{o:?}");
     assert!(o.stderr.contains("no [sweep] table: this is one scenario"), "{o:?}");
@@ -278,7 +255,7 @@ fn run_refuses_a_sweep_file_and_sweep_refuses_a_scenario() {
 #[test]
 fn small_sweep_rows_and_identical_tables_for_any_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "g.toml", &format!("{BASE}{GRID}"));
+    let f = write(dir.path(), "g.toml", &format!("{}{GRID}", base()));
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let r = sweep_ok(&f, &a, &["--jobs", "1"]);
     sweep_ok(&f, &b, &["--jobs", "2", "--quiet"]);
@@ -366,7 +343,7 @@ fn small_sweep_rows_and_identical_tables_for_any_jobs() {
 #[test]
 fn resume_skips_finished_runs_and_reruns_changed_points() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "g.toml", &format!("{BASE}{GRID}"));
+    let f = write(dir.path(), "g.toml", &format!("{}{GRID}", base()));
     let out = dir.path().join("out");
     sweep_ok(&f, &out, &["--quiet"]);
     let first = read(&out.join("sweep.csv"));
@@ -385,7 +362,7 @@ fn resume_skips_finished_runs_and_reruns_changed_points() {
     assert!(timing[1..].iter().all(|r| r[3] == "true"), "{timing:?}");
 
     // Points 1 and 3 change (switch latency 1us -> 2us): only their runs rerun.
-    std::fs::write(&f, format!("{BASE}{}", GRID.replace("\"1us\"", "\"2us\""))).unwrap();
+    std::fs::write(&f, format!("{}{}", base(), GRID.replace("\"1us\"", "\"2us\""))).unwrap();
     let r = sweep_ok(&f, &out, &[]);
     assert!(r.stderr.contains("4 up to date, 4 to run"), "{r:?}");
     for p in 0..4 {
@@ -406,7 +383,7 @@ fn resume_skips_finished_runs_and_reruns_changed_points() {
 #[test]
 fn timeout_kills_the_run_and_marks_it() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "t.toml", &format!("{BASE}{FAST_THEN_SLOW}"));
+    let f = write(dir.path(), "t.toml", &format!("{}{FAST_THEN_SLOW}", base()));
     let out = dir.path().join("out");
     let r = spawn(
         &["sweep", s(&f), "--out", s(&out), "--timeout", "1", "--jobs", "2"],
@@ -434,7 +411,7 @@ fn timeout_kills_the_run_and_marks_it() {
 fn interrupt_kills_children_and_keeps_finished_runs() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "c.toml", &format!("{BASE}{FAST_THEN_SLOW}"));
+    let f = write(dir.path(), "c.toml", &format!("{}{FAST_THEN_SLOW}", base()));
     let out = dir.path().join("out");
     let mut child = bin()
         .args(["sweep", s(&f), "--out", s(&out), "--jobs", "1"])
@@ -498,7 +475,7 @@ echo "Submitted batch job 4242"
 fn slurm_array_then_collect_gives_the_local_tables() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "g.toml", &format!("{BASE}{GRID}"));
+    let f = write(dir.path(), "g.toml", &format!("{}{GRID}", base()));
     let local = dir.path().join("local");
     sweep_ok(&f, &local, &["--quiet"]);
 
@@ -564,7 +541,7 @@ fn slurm_array_then_collect_gives_the_local_tables() {
 #[test]
 fn output_directory_must_be_a_sweeps() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "g.toml", &format!("{BASE}{GRID}"));
+    let f = write(dir.path(), "g.toml", &format!("{}{GRID}", base()));
     let out = dir.path().join("busy");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("thesis.tex"), "precious").unwrap();
