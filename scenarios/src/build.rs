@@ -73,11 +73,20 @@ pub struct Loaded {
 }
 
 /// Reads and parses a scenario file (syntax, types, unknown keys), without semantic checks.
+/// A sweep file (one with a `[sweep]` table) is refused: its points are scenarios, it is not
+/// one (`crate::sweep`).
 pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
     let text = crate::diag::read_scenario_file(path)?;
     let file = path.display().to_string();
-    let scenario: Scenario = crate::diag::parse_toml(&file, &text)?;
+    crate::sweep::refuse_sweep(&file, &text)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    load_str(file, dir, text)
+}
+
+/// Parses scenario `text` (named `file` in messages; relative paths resolved against `dir`),
+/// without semantic checks: what [`load`] does after reading the file.
+pub fn load_str(file: String, dir: PathBuf, text: String) -> Result<Loaded, ScenarioError> {
+    let scenario: Scenario = crate::diag::parse_toml(&file, &text)?;
     Ok(Loaded {
         file,
         dir,

@@ -77,6 +77,33 @@ pub enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run every point of a sweep file (a scenario with a [sweep] table) as child processes,
+    /// then tabulate the results (docs/sweeps.md).
+    Sweep {
+        /// The sweep file (TOML).
+        file: PathBuf,
+        /// Output directory (default: results/<scenario name>-sweep); a rerun resumes.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Most points running at once (default: the available parallelism).
+        #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// Kill a run still going after SECS seconds of wall time and mark it `timeout`.
+        #[arg(long, value_name = "SECS", value_parser = crate::sweep::command::parse_secs)]
+        timeout: Option<std::time::Duration>,
+        /// Only gather the results already in the output directory into the tables.
+        #[arg(long, conflicts_with = "slurm")]
+        collect: bool,
+        /// Write a Slurm job array (one task per point) and submit it with sbatch.
+        #[arg(long)]
+        slurm: bool,
+        /// With --slurm: most array tasks running at once (`--array=...%N`).
+        #[arg(long, value_name = "N", requires = "slurm", value_parser = clap::value_parser!(u32).range(1..))]
+        array_throttle: Option<u32>,
+        /// No progress lines on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Run scenarios and write their metrics as their baselines.
     Bless {
         /// Scenario files (TOML).
@@ -95,6 +122,32 @@ pub enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+}
+
+/// The `fabricsim` binary's `main`: logging set-up around [`run`] with the process's
+/// arguments, stdout and stderr. (A function, so that the integration-test crate can build
+/// the same binary: `fabricsim sweep` runs its points as children of the current binary.)
+pub fn main() -> std::process::ExitCode {
+    use std::io::IsTerminal;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The log level comes from `--log` (parsed again by the CLI) or `RUST_LOG`.
+    let level = args
+        .iter()
+        .position(|a| a == "--log")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.to_str())
+        .unwrap_or("warn")
+        .to_string();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let fancy = std::io::stderr().is_terminal();
+    let code = run(args, &mut std::io::stdout(), &mut std::io::stderr(), fancy);
+    std::process::ExitCode::from(code as u8)
 }
 
 /// Exit status for an error: 2 for an invalid scenario, 1 otherwise.
@@ -164,6 +217,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                 Err(e) => fail(e, err),
             }
         }
+        Cmd::Validate { file } if crate::sweep::is_sweep_file(&file) => {
+            crate::sweep::command::validate(&file, out, err, fancy)
+        }
         Cmd::Validate { file } => match runner::validate(&file) {
             Ok((loaded, built)) => {
                 let _ = writeln!(
@@ -211,6 +267,28 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             }
             Err(e) => fail(e, err),
         },
+        Cmd::Sweep {
+            file,
+            out: out_dir,
+            jobs,
+            timeout,
+            collect,
+            slurm,
+            array_throttle,
+            quiet,
+        } => {
+            let args = crate::sweep::command::SweepArgs {
+                file,
+                out: out_dir,
+                jobs: jobs.map(|j| j as usize),
+                timeout,
+                quiet,
+                collect,
+                slurm,
+                array_throttle,
+            };
+            crate::sweep::command::sweep(&args, out, err, fancy)
+        }
         Cmd::Check {
             scenarios,
             baseline,

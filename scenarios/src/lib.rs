@@ -9,6 +9,7 @@
 //! - [`cli`]: the `fabricsim` command line as a function (the binary is a thin wrapper).
 //! - [`report`]: `summary.json`, CSVs, histogram logs and the terminal table.
 //! - [`regression`]: baselines, `fabricsim check` and `fabricsim bless`.
+//! - [`sweep`]: `[sweep]` tables, `fabricsim sweep` (points as child processes), sweep tables.
 //! - [`ib_report`]: InfiniBand-only outputs (credit stalls, congestion tree, `ib_vls.csv`).
 //! - [`roce_report`]: RoCEv2-only outputs (`roce_ports.csv`, `roce.json`: PFC, ECN, pause tree, deadlock).
 //!
@@ -25,5 +26,6 @@ pub mod report;
 pub mod roce_report;
 pub mod runner;
 pub mod schema;
+pub mod sweep;
 pub mod training_report;
 pub mod units;

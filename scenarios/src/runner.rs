@@ -46,7 +46,11 @@ pub struct RunOutput {
 
 /// Loads and checks a scenario without running it; returns what it would build.
 pub fn validate(path: &Path) -> Result<(Loaded, Built), RunError> {
-    let loaded = load(path)?;
+    validate_loaded(load(path)?)
+}
+
+/// [`validate`] of a scenario already parsed (e.g. a sweep point, `crate::sweep`).
+pub fn validate_loaded(loaded: Loaded) -> Result<(Loaded, Built), RunError> {
     let built = loaded.build()?;
     check_routable(&loaded, &built)?;
     Ok((loaded, built))
@@ -227,7 +231,7 @@ fn to_json(s: &Summary) -> Vec<u8> {
 }
 
 /// Keeps a scenario name usable as a directory name.
-fn sanitize(name: &str) -> String {
+pub(crate) fn sanitize(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
