@@ -163,6 +163,8 @@ pub struct IbState {
     pool_free: Vec<u32>,
     abr: Vec<u64>,
     head_deadline: Vec<SimTime>,
+    /// Per output port-VL of a `voq` node: when its oldest packet's HOQLife runs out.
+    voq_deadline: Vec<SimTime>,
     fc_state: Vec<FcState>,
     fc_last_sent: Vec<SimTime>,
     // Per port.
@@ -268,6 +270,7 @@ impl IbState {
                 .collect(),
             abr: vec![0; n * nv],
             head_deadline: vec![SimTime::MAX; n * nv],
+            voq_deadline: vec![SimTime::MAX; n * nv],
             fc_state: vec![FcState::Idle; n * nv],
             fc_last_sent: vec![SimTime::ZERO; n * nv],
             arb: vec![VlArbiter::default(); n],
@@ -309,6 +312,16 @@ impl IbState {
             now.ps().saturating_sub(self.stall_since[i].ps())
         };
         Duration::from_ps(self.credit_stall_ps[i] + open)
+    }
+
+    /// Output port `p` has no HOQLife (the crossbars inside servers: NVLink has none).
+    pub(super) fn disable_hoq_life(&mut self, p: u32) {
+        self.hoq_of_out[p as usize] = None;
+    }
+
+    /// A credit stall of (`p`, `vl`) is open.
+    fn stall_open(&self, p: u32, vl: u8) -> bool {
+        self.stall_since[self.ix(p, vl)] != SimTime::MAX
     }
 
     /// Port `p`'s timer is armed for `now`.
@@ -507,6 +520,14 @@ impl Fabric {
                 }
                 self.ib_drop_head(s, x, vl);
             }
+            loop {
+                let ib = self.ibr();
+                let o = ib.ix(x, vl);
+                if ib.voq[o].is_empty() || ib.voq_deadline[o] > now {
+                    break;
+                }
+                self.ib_drop_voq_head(s, x, vl);
+            }
             let ib = self.ibr();
             let i = ib.ix(x, vl);
             if ib.fc_state[i] == FcState::Deferred && ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval <= now {
@@ -522,6 +543,9 @@ impl Fabric {
             let i = ib.ix(x, vl);
             if !ib.inq[i].is_empty() {
                 next = next.min(ib.head_deadline[i]);
+            }
+            if !ib.voq[i].is_empty() {
+                next = next.min(ib.voq_deadline[i]);
             }
             if ib.fc_state[i] == FcState::Deferred {
                 next = next.min(ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval);
@@ -627,6 +651,51 @@ impl Fabric {
             self.ibs().xbar_accept_ptr[x as usize] = (p - base + 1) % n_ports;
         }
         self.ibs().xbar_grant_ptr[p as usize] = (x - base + 1) % n_ports;
+    }
+
+    /// The oldest packet of output (`p`, `vl`)'s virtual output queue, if any, is at the head of
+    /// the queue now: its HOQLife starts.
+    fn ib_voq_new_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) {
+        let ib = self.ibs();
+        let o = ib.ix(p, vl);
+        let Some(life) = ib.hoq_of_out[p as usize] else { return };
+        if ib.voq[o].is_empty() {
+            ib.voq_deadline[o] = SimTime::MAX;
+            return;
+        }
+        let deadline = s.now() + life;
+        ib.voq_deadline[o] = deadline;
+        self.ib_arm_timer(s, p, deadline);
+    }
+
+    /// HOQLife expired for the oldest packet of output (`p`, `vl`)'s virtual output queue: drop
+    /// it, free its input buffer (credits go back upstream).
+    fn ib_drop_voq_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) {
+        let now = s.now();
+        let ib = self.ibs();
+        let o = ib.ix(p, vl);
+        let id = ib.voq[o].pop_front().expect("a head to drop");
+        let pkt = *self.packets.get(id);
+        let x = pkt.ingress_port;
+        let ib = self.ibs();
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.port_stats[p as usize].hoq_drops += 1;
+        ib.totals.hoq_drops += 1;
+        let b = self.pkt_blocks_on(x, id);
+        self.ib_free_input(now, x, vl, b);
+        let out_total = self.ibr().out_bytes_total(p);
+        let port = &mut self.ports[p as usize];
+        port.stats.drops += 1;
+        port.stats.drop_bytes += pkt.wire_bytes as u64;
+        port.stats.queue_bytes.set(now, out_total);
+        if pkt.kind == PacketKind::Data {
+            self.records[pkt.flow as usize].packets_dropped += 1;
+            self.totals.packets_dropped += 1;
+            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+        }
+        self.packets.free(id);
+        self.ib_credit_update(s, x, vl);
+        self.ib_voq_new_head(s, p, vl);
     }
 
     /// HOQLife expired for the head of input (`x`, `vl`): drop it.
@@ -784,6 +853,7 @@ impl Fabric {
         let out_total = ib.out_bytes_total(out);
         let voq = ib.voq_port[out as usize];
         let was_empty = ib.inq[i].is_empty();
+        let voq_was_empty = voq && ib.voq[o].is_empty();
         if voq {
             ib.voq[o].push_back(id);
         } else {
@@ -798,6 +868,9 @@ impl Fabric {
             self.credit_pfc_check(s, x, vl);
         }
         if voq {
+            if voq_was_empty {
+                self.ib_voq_new_head(s, out, vl);
+            }
             self.ib_switch_try_start(s, out);
         } else if was_empty {
             self.ib_new_head(s, x, vl);
@@ -853,7 +926,7 @@ impl Fabric {
             let b = self.pkt_blocks_on(p, head) as u64;
             if b <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
-            } else {
+            } else if !self.ibr().stall_open(p, vl) {
                 let cause = self.downstream_cause(p, vl);
                 self.ibs().stall_begin(p, vl, now, cause);
             }
@@ -874,6 +947,9 @@ impl Fabric {
             let x = self.packets.get(id).ingress_port;
             self.xbar_granted(p, vl, x);
             self.ibs().voq[o].remove(k).expect("ready VL has a packet");
+            if k == 0 {
+                self.ib_voq_new_head(s, p, vl);
+            }
             if let Some(pct) = self.cfg.crossbar.speedup_percent {
                 let rate = sim_core::BitsPerSec(self.ports[x as usize].rate.get() * pct as u64 / 100);
                 let wire = self.packets.get(id).wire_bytes as u64;
@@ -954,12 +1030,25 @@ impl Fabric {
         if self.is_host[port.peer_node as usize] {
             return u32::MAX;
         }
-        let peer_queue = if ib.voq_port[port.peer_port as usize] {
-            return u32::MAX; // a crossbar's inputs do not block on one output
-        } else {
-            &ib.inq[ib.ix(port.peer_port, vl)]
-        };
-        match peer_queue.front() {
+        let x = port.peer_port;
+        if ib.voq_port[x as usize] {
+            // Virtual output queues: the output holding most of this input's packets (the
+            // first XBAR_SCAN_MAX of each queue looked at), by port order on ties.
+            let node = port.peer_node as usize;
+            let mut best = (0usize, u32::MAX);
+            for out in self.port_base[node]..self.port_base[node + 1] {
+                let held = ib.voq[ib.ix(out, vl)]
+                    .iter()
+                    .take(XBAR_SCAN_MAX)
+                    .filter(|&&id| self.packets.get(id).ingress_port == x)
+                    .count();
+                if held > best.0 {
+                    best = (held, out);
+                }
+            }
+            return best.1;
+        }
+        match ib.inq[ib.ix(x, vl)].front() {
             Some(&id) => self.packets.get(id).next_port,
             None => u32::MAX,
         }
@@ -1045,7 +1134,7 @@ impl Fabric {
             if self.blocks_on(p, payload, payload + header) as u64 <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
                 self.ibs().stall_end(p, vl, now);
-            } else {
+            } else if !self.ibr().stall_open(p, vl) {
                 let cause = self.downstream_cause(p, vl);
                 self.ibs().stall_begin(p, vl, now, cause);
             }

@@ -406,6 +406,14 @@ impl Fabric {
                 n_hosts,
             ))
         });
+        let mut ib = ib;
+        if let Some(ib) = ib.as_deref_mut() {
+            for (p, port) in ports.iter().enumerate() {
+                if spray[port.node as usize] {
+                    ib.disable_hoq_life(p as u32);
+                }
+            }
+        }
         let dmodk_div = dmodk_divisors(topo);
 
         let mut fabric = Fabric {
@@ -731,6 +739,7 @@ impl Fabric {
     /// Link-level frames (flow-control packets, PFC) take the control pipe and are consumed by
     /// the far MAC when they are in; everything else joins the far device when its head is in
     /// (a cut-through device) or all of it (the others), plus that device's latency.
+    #[inline]
     fn transmit<Q: EventQueue<Ev>>(
         &mut self,
         s: &mut Scheduler<Ev, Q>,

@@ -770,6 +770,7 @@ impl Fabric {
     /// link (inside a server of a RoCEv2 cluster) its NIC wake-up, as for the endpoints of the
     /// credit path, so that the same-instant order of its sends is theirs (a credit update
     /// arriving at `at` goes out before the next data packet).
+    #[inline(always)]
     fn roce_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, at: SimTime) {
         let node = self.ports[p as usize].node;
         if self.link_fc[p as usize] == LinkFc::Credit && self.device[node as usize] == Device::RoceHost {
@@ -793,13 +794,14 @@ impl Fabric {
     }
 
     /// Port `p` may start a frame of priority `prio` now: the peer has not paused it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn roce_may_send(&self, p: u32, prio: u8, now: SimTime) -> bool {
         self.rr().pfc_rx[p as usize].may_send(prio, now)
     }
 
     /// Sends the PFC frame waiting for port `p`'s transmitter, if any; returns when the port is
     /// free again. A MAC control frame goes ahead of any data.
+    #[inline]
     pub(super) fn roce_send_pending_pfc<Q: EventQueue<Ev>>(
         &mut self,
         s: &mut Scheduler<Ev, Q>,
@@ -809,6 +811,12 @@ impl Fabric {
         if pending == 0 {
             return None;
         }
+        Some(self.roce_send_pfc_frame(s, p, pending))
+    }
+
+    /// Puts the encoded PFC frame `pending` on port `p` now.
+    #[inline(never)]
+    fn roce_send_pfc_frame<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, pending: u64) -> SimTime {
         self.rs().pfc_pending[p as usize] = 0;
         let id = self.packets.alloc(Packet {
             kind: PacketKind::Pause,
@@ -817,12 +825,13 @@ impl Fabric {
             sent_at: s.now(),
             ..Packet::control()
         });
-        Some(self.transmit(s, p, id, SimTime::ZERO))
+        self.transmit(s, p, id, SimTime::ZERO)
     }
 
     /// Port `p`'s link lets a packet of `payload`/`wire` bytes on priority (= lane) `prio` go
     /// now: no PAUSE from the peer on a PFC link, enough credits on a credit link (a GPU's
     /// NVLink or PCIe port inside a server of a RoCEv2 cluster).
+    #[inline(always)]
     fn roce_link_ready(&self, p: u32, prio: u8, payload: u32, wire: u32, now: SimTime) -> bool {
         match self.link_fc[p as usize] {
             LinkFc::Pfc => self.roce_may_send(p, prio, now),
