@@ -273,3 +273,118 @@ fn bad_input_queues_and_gpu_nic_are_refused() {
         assert!(r.stderr.contains(&format!("bad{i}.toml:")), "case {i}: {}", r.stderr);
     }
 }
+
+/// One packet through a hand-built path that crosses every kind of link the composed engine
+/// knows, in one run: GPU -internal-> hub -NVLink-> NVSwitch -NVLink-> hub -PCIe-> PCIe switch
+/// -PCIe-> NIC -Ethernet-> RoCEv2 switch -Ethernet-> NIC -PCIe-> PCIe switch -PCIe-> GPU.
+/// Expected delivery computed hop by hop, exact to the ps: each link serializes its own framing
+/// of the 4096-B payload (NVLink flits 4352 B on the GPU attachment and NVLinks, PCIe TLPs
+/// 4480 B, the Ethernet frame 4178 B); the credit devices are cut-through (forward once the
+/// head is in plus their latency, finish no earlier than the tail), the Ethernet switch
+/// store-and-forward; endpoints take the whole packet. Flow control per hop: every credit link
+/// returns exactly one flow-control packet, no Ethernet port carries one; no PFC frame anywhere.
+/// (InfiniBand links meet Ethernet only through a gateway, which is not modelled: an IB switch
+/// and an Ethernet switch cannot share a run.)
+#[test]
+fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
+    use fabrics::engine::{DeviceLatency, EngineConfig, RoceConfig};
+    use fabrics::ib::IbConfig;
+    use fabrics::topology::{LinkInfo, LinkKind, NodeInfo, NodeKind, Topology};
+    use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, serialization_time};
+
+    let mut t = Topology::new("mixed");
+    let gpu0 = t.add_host("gpu0", None);
+    let gpu1 = t.add_host("gpu1", None);
+    let mut node = |t: &mut Topology, kind: NodeKind, name: &str| {
+        t.graph.add_node(NodeInfo {
+            kind,
+            name: name.into(),
+            pod: None,
+        })
+    };
+    let hub0 = node(&mut t, NodeKind::GpuHub, "hub0");
+    let nvsw = node(&mut t, NodeKind::NvSwitch, "nvsw");
+    let hub1 = node(&mut t, NodeKind::GpuHub, "hub1");
+    let pcie0 = node(&mut t, NodeKind::PcieSwitch, "pcie0");
+    let nic0 = node(&mut t, NodeKind::Nic, "nic0");
+    let sw = t.add_switch("tor", 0, None);
+    let nic1 = node(&mut t, NodeKind::Nic, "nic1");
+    let pcie1 = node(&mut t, NodeKind::PcieSwitch, "pcie1");
+    let link = |gbps: u64, ns: u64, kind: LinkKind| LinkInfo {
+        rate: BitsPerSec::from_gbps(gbps),
+        delay: Duration::from_ns(ns),
+        kind,
+    };
+    let path = [
+        (gpu0, hub0, link(3600, 0, LinkKind::Internal)),
+        (hub0, nvsw, link(400, 10, LinkKind::NvLink)),
+        (nvsw, hub1, link(400, 10, LinkKind::NvLink)),
+        (hub1, pcie0, link(512, 50, LinkKind::Pcie)),
+        (pcie0, nic0, link(512, 50, LinkKind::Pcie)),
+        (nic0, sw, link(400, 25, LinkKind::Ethernet)),
+        (sw, nic1, link(400, 25, LinkKind::Ethernet)),
+        (nic1, pcie1, link(512, 50, LinkKind::Pcie)),
+        (pcie1, gpu1, link(512, 50, LinkKind::Pcie)),
+    ];
+    for &(a, b, l) in &path {
+        t.add_link(a, b, l);
+    }
+    let dl = DeviceLatency::default();
+    let switch_latency = Duration::from_ns(500);
+    let cfg = EngineConfig {
+        mtu_bytes: 4096,
+        header_bytes: fabrics::engine::ETHERNET_ROCE_HEADER_BYTES,
+        switch_latency,
+        ib: Some(IbConfig::server_layer()),
+        roce: Some(RoceConfig::default()),
+        device_latency: dl,
+        ..EngineConfig::default()
+    };
+    let flows = vec![fabrics::traffic::FlowSpec {
+        class: 3,
+        ..fabricsim_tests::flow(0, 1, 4096)
+    }];
+    let (f, _) = fabricsim_tests::run(&t, cfg, flows, RunLimits::default());
+
+    // (receiver latency, receiver is cut-through, bytes this link serializes)
+    let nv = 4352u64;
+    let pcie = 4096 + 16 * 24;
+    let eth = 4096 + 82;
+    let hops = [
+        (dl.gpu_hub, true, nv),
+        (dl.nvswitch, true, nv),
+        (dl.gpu_hub, true, nv),
+        (dl.pcie_switch, true, pcie),
+        (dl.nic, true, pcie),
+        (switch_latency, false, eth),
+        (dl.nic, true, eth),
+        (dl.pcie_switch, true, pcie),
+        (Duration::ZERO, false, pcie),
+    ];
+    let (mut start, mut tail) = (0u64, 0u64);
+    for (k, &(lat, cut, bytes)) in hops.iter().enumerate() {
+        let l = path[k].2;
+        let done = (start + serialization_time(Bytes(bytes), l.rate).ps()).max(tail);
+        tail = done + l.delay.ps();
+        start = if cut { start } else { done } + l.delay.ps() + lat.ps();
+    }
+    let rec = &f.flow_records()[0];
+    assert_eq!(rec.finish.map(|t| t.ps()), Some(start), "delivery at the analytic time");
+
+    // Flow control on each hop: a credit link's receiver returns one flow-control packet (on
+    // the port that sends back over it); Ethernet links carry none, and no PFC frame at all.
+    let ib = f.ib().expect("the servers' credit layer");
+    let roce = f.roce().expect("the network's RoCEv2 layer");
+    for (k, &(a, b, l)) in path.iter().enumerate() {
+        let back = f
+            .ports()
+            .iter()
+            .position(|p| p.node == b.index() as u32 && p.peer_node == a.index() as u32)
+            .unwrap();
+        let fc = ib.port_stats[back].fc_packets_tx;
+        let want = u64::from(l.kind != LinkKind::Ethernet);
+        assert_eq!(fc, want, "hop {k} ({:?}): flow-control packets back", l.kind);
+    }
+    assert_eq!(roce.totals.pause_frames, 0);
+    assert_eq!(f.totals().link_hops, 9 + 7, "9 data hops and 7 credit updates");
+}
