@@ -957,9 +957,8 @@ impl Fabric {
         let x = pkt.ingress_port;
         let r = self.rs();
         let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
-        let xon = mmu.release(x - base, p - base, prio, wire);
-        if xon {
-            r.pending_edges.push((x, prio, PfcEdge::Xon));
+        if let Some(edge) = mmu.release(x - base, p - base, prio, wire) {
+            r.pending_edges.push((x, prio, edge));
         }
         Some(id)
     }
@@ -1207,12 +1206,12 @@ impl Fabric {
                 self.packets.free(id);
                 return;
             }
-            Admit::Accepted { xoff } => {
+            Admit::Accepted { edge } => {
                 let hr = mmu.ingress_bytes(x - base, prio).1;
                 let st = &mut r.port_stats[x as usize];
                 st.headroom_max_bytes = st.headroom_max_bytes.max(hr);
-                if xoff {
-                    r.pending_edges.push((x, prio, PfcEdge::Xoff));
+                if let Some(edge) = edge {
+                    r.pending_edges.push((x, prio, edge));
                 }
             }
         }
@@ -1376,8 +1375,8 @@ impl Fabric {
                 let r = self.roce.as_deref_mut().expect("RoCE fabric");
                 r.q_bytes[i] -= wire;
                 let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
-                if mmu.release(pkt.ingress_port - base, x - base, prio, wire) {
-                    r.pending_edges.push((pkt.ingress_port, prio, PfcEdge::Xon));
+                if let Some(edge) = mmu.release(pkt.ingress_port - base, x - base, prio, wire) {
+                    r.pending_edges.push((pkt.ingress_port, prio, edge));
                 }
                 self.roce_count_watchdog_drop(x, id);
                 let port = &mut self.ports[x as usize];

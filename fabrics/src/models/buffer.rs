@@ -222,9 +222,10 @@ pub enum DropCause {
 /// The MMU's answer to an arriving packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
-    /// Stored. `xoff`: this packet made its (ingress port, priority) cross XOFF: send PAUSE
-    /// upstream now ([`crate::models::pfc::PfcSender::on_edge`]).
-    Accepted { xoff: bool },
+    /// Stored. `edge`: the pause state of its (ingress port, priority) changed: send PAUSE
+    /// (XOFF) or RESUME (XON) upstream now ([`crate::models::pfc::PfcSender::on_edge`]). An
+    /// admission can also resume: the dynamic threshold moves with the pool.
+    Accepted { edge: Option<crate::models::pfc::PfcEdge> },
     /// Dropped; the MMU state is unchanged.
     Dropped(DropCause),
 }
@@ -349,13 +350,21 @@ impl SharedBuffer {
             self.ingress_bytes[i] = new_bytes;
         }
         self.egress_bytes[e] += bytes;
-        let xoff = lossless && self.update_pause(ingress, prio) == Some(crate::models::pfc::PfcEdge::Xoff);
-        Admit::Accepted { xoff }
+        let edge = if lossless {
+            self.update_pause(ingress, prio)
+        } else {
+            None
+        };
+        Admit::Accepted { edge }
     }
 
     /// A packet admitted with the same (ingress, egress, prio, bytes) leaves the switch.
-    /// Returns `true` when its (ingress port, priority) may resume now: send XON upstream.
-    pub fn release(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> bool {
+    /// Returns the pause edge of its (ingress port, priority), if its state changed: XON when it
+    /// may resume, and XOFF too, when the dynamic threshold shrank under it since its last
+    /// admission (the pool filled from other ports). Every edge must reach the upstream sender,
+    /// or the MMU and the PAUSE on the wire disagree (a lost XOFF let an ingress run into its
+    /// headroom with no PAUSE sent, issue 14's "losslessness broken").
+    pub fn release(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> Option<crate::models::pfc::PfcEdge> {
         let i = self.idx(ingress, prio);
         let e = self.idx(egress, prio);
         let from_headroom = self.headroom_used[i].min(bytes);
@@ -373,7 +382,11 @@ impl SharedBuffer {
         self.ingress_bytes[i] -= from_ingress;
         self.shared_used -= from_shared;
         self.egress_bytes[e] -= bytes;
-        self.is_lossless(prio) && self.update_pause(ingress, prio) == Some(crate::models::pfc::PfcEdge::Xon)
+        if self.is_lossless(prio) {
+            self.update_pause(ingress, prio)
+        } else {
+            None
+        }
     }
 
     /// Re-evaluates the pause state of (port, prio) (the threshold moves with the shared
@@ -449,6 +462,34 @@ mod shared_tests {
         SharedBuffer::new(SharedBufferConfig::hpcc_sim(1_000_000, 2, 20_000))
     }
 
+    /// Issue 14's "losslessness broken": an ingress under its threshold, the pool then filled
+    /// from another port, so the threshold falls under the first ingress's shared use with no
+    /// admission there. The next packet leaving from it must report XOFF (it did not: release
+    /// reported only XON), or the ingress keeps receiving with no PAUSE sent.
+    #[test]
+    fn release_reports_the_xoff_a_shrinking_threshold_causes() {
+        let mut m = SharedBuffer::new(SharedBufferConfig::hpcc_sim(1_000_000, 24, 5_000));
+        // Port 0: 40 kB of lossless traffic, under the threshold (pool/8 = 73 kB).
+        for _ in 0..40 {
+            assert_eq!(m.admit(0, 1, 3, 1000), Admit::Accepted { edge: None });
+        }
+        // Ports 2..24 fill the pool on a lossy priority, each to its own threshold: the
+        // threshold falls to about 18 kB.
+        for p in 2..24 {
+            while let Admit::Accepted { .. } = m.admit(p, 1, 0, 1000) {}
+        }
+        assert!(
+            m.threshold_bytes(0) < 40_000 - 4096,
+            "threshold {}",
+            m.threshold_bytes(0)
+        );
+        assert!(!m.is_paused(0, 3));
+        // A packet of port 0 leaves: its ingress is over the threshold now: XOFF.
+        assert_eq!(m.release(0, 1, 3, 1000), Some(PfcEdge::Xoff));
+        assert!(m.is_paused(0, 3));
+        m.check_invariants();
+    }
+
     #[test]
     fn reserve_then_shared_then_xoff_then_headroom_then_drop() {
         let mut m = mmu();
@@ -460,15 +501,17 @@ mod shared_tests {
         assert_eq!(m.shared_used(), (0, pool));
         assert_eq!(m.threshold_bytes(0), pool >> 3);
         // 4096 B fit in the reserve: no shared use.
-        assert_eq!(m.admit(0, 1, 3, 4096), Admit::Accepted { xoff: false });
+        assert_eq!(m.admit(0, 1, 3, 4096), Admit::Accepted { edge: None });
         assert_eq!(m.shared_used().0, 0);
         // Fill shared in 1000-B packets until XOFF: shared use s ≥ (pool − s)/8 ⇔ s ≥ pool/9.
         let mut n = 0;
         loop {
             n += 1;
             match m.admit(0, 1, 3, 1000) {
-                Admit::Accepted { xoff: true } => break,
-                Admit::Accepted { xoff: false } => {}
+                Admit::Accepted {
+                    edge: Some(PfcEdge::Xoff),
+                } => break,
+                Admit::Accepted { edge: None } => {}
                 d => panic!("unexpected {d:?}"),
             }
         }
@@ -479,8 +522,8 @@ mod shared_tests {
         let mut to_headroom = 0;
         loop {
             match m.admit(0, 1, 3, 1000) {
-                Admit::Accepted { xoff } => {
-                    assert!(!xoff, "XOFF is reported once");
+                Admit::Accepted { edge } => {
+                    assert_ne!(edge, Some(PfcEdge::Xoff), "XOFF is reported once");
                     to_headroom += 1;
                 }
                 Admit::Dropped(c) => {
@@ -508,7 +551,7 @@ mod shared_tests {
         // shared + 3 KiB ≤ T (or shared = 0).
         let mut xon_at = None;
         for k in 0..admitted {
-            let xon = m.release(0, 1, 3, 1000);
+            let xon = m.release(0, 1, 3, 1000) == Some(PfcEdge::Xon);
             let (ing, hdrm) = m.ingress_bytes(0, 3);
             let shared = ing.saturating_sub(HPCC_SIM_RESERVE_BYTES);
             let resume_ok = hdrm == 0 && (shared == 0 || shared + HPCC_SIM_RESUME_OFFSET_BYTES <= m.threshold_bytes(0));
@@ -537,8 +580,8 @@ mod shared_tests {
         let mut n = 0;
         let cause = loop {
             match m.admit(1, 0, 0, 1500) {
-                Admit::Accepted { xoff } => {
-                    assert!(!xoff, "lossy priorities never pause");
+                Admit::Accepted { edge } => {
+                    assert_eq!(edge, None, "lossy priorities never pause");
                     n += 1;
                 }
                 Admit::Dropped(c) => break c,
@@ -558,7 +601,7 @@ mod shared_tests {
         let mut m = mmu();
         // Port 1 holds some shared bytes below its threshold.
         for _ in 0..30 {
-            assert!(matches!(m.admit(1, 0, 3, 1000), Admit::Accepted { xoff: false }));
+            assert!(matches!(m.admit(1, 0, 3, 1000), Admit::Accepted { edge: None }));
         }
         assert!(!m.is_paused(1, 3));
         // Port 0 fills the pool (lossless, it pauses and uses headroom).
@@ -591,7 +634,7 @@ mod shared_tests {
         assert_eq!(m.threshold_bytes(0), pool * 16);
         // A packet larger than the free pool but under 16× free: the pool bounds it.
         assert_eq!(m.admit(0, 0, 0, pool + 4096 + 1), Admit::Dropped(DropCause::BufferFull));
-        assert_eq!(m.admit(0, 0, 0, pool + 4096), Admit::Accepted { xoff: false });
+        assert_eq!(m.admit(0, 0, 0, pool + 4096), Admit::Accepted { edge: None });
         assert_eq!(m.shared_used(), (pool, pool));
         assert_eq!(m.admit(0, 0, 0, 1), Admit::Dropped(DropCause::LossyThreshold));
         assert_eq!(m.drops(DropCause::BufferFull), 1);
