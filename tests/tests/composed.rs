@@ -295,7 +295,7 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
     let mut t = Topology::new("mixed");
     let gpu0 = t.add_host("gpu0", None);
     let gpu1 = t.add_host("gpu1", None);
-    let mut node = |t: &mut Topology, kind: NodeKind, name: &str| {
+    let node = |t: &mut Topology, kind: NodeKind, name: &str| {
         t.graph.add_node(NodeInfo {
             kind,
             name: name.into(),
