@@ -348,7 +348,12 @@ impl Loaded {
                 );
                 sizing::for_hosts(*hosts, *radix, h, f).map_err(|e| self.err("topology.hosts", e.to_string()))?
             }
-            TopologySpec::Custom { hosts, switches, links } => self.build_custom(*hosts, *switches, links)?,
+            TopologySpec::Custom {
+                hosts,
+                switches,
+                devices,
+                links,
+            } => self.build_custom(*hosts, *switches, devices, links)?,
             _ => unreachable!("GPU topologies are built by build_gpu_topology"),
         };
         if matches!(self.scenario.fabric.kind, FabricKind::Nvlink | FabricKind::Pcie) {
@@ -473,7 +478,13 @@ impl Loaded {
         }
     }
 
-    fn build_custom(&self, hosts: u32, switches: u32, links: &[CustomLink]) -> Result<Topology, ScenarioError> {
+    fn build_custom(
+        &self,
+        hosts: u32,
+        switches: u32,
+        devices: &[String],
+        links: &[CustomLink],
+    ) -> Result<Topology, ScenarioError> {
         if !(1..=MAX_HOSTS).contains(&hosts) {
             return Err(self.err("topology.hosts", format!("expected 1..={MAX_HOSTS} hosts")));
         }
@@ -486,6 +497,35 @@ impl Loaded {
         ));
         let hs: Vec<_> = (0..hosts).map(|i| t.add_host(format!("h{i}"), None)).collect();
         let ss: Vec<_> = (0..switches).map(|i| t.add_switch(format!("s{i}"), 0, None)).collect();
+        if devices.len() > MAX_HOSTS as usize {
+            return Err(self.err("topology.devices", format!("expected at most {MAX_HOSTS} devices")));
+        }
+        let mut ds = Vec::with_capacity(devices.len());
+        for (i, d) in devices.iter().enumerate() {
+            use fabrics::topology::{NodeInfo, NodeKind};
+            let kind = match d.as_str() {
+                "gpu_hub" => NodeKind::GpuHub,
+                "nvswitch" => NodeKind::NvSwitch,
+                "pcie_switch" => NodeKind::PcieSwitch,
+                "root_complex" => NodeKind::RootComplex,
+                "nic" => NodeKind::Nic,
+                _ => {
+                    return Err(self.err(
+                        &format!("topology.devices[{i}]"),
+                        format!(
+                            "expected \"gpu_hub\", \"nvswitch\", \"pcie_switch\", \"root_complex\" or \"nic\", got {:?}",
+                            short(d)
+                        ),
+                    ));
+                }
+            };
+            ds.push(t.graph.add_node(NodeInfo {
+                kind,
+                name: format!("d{i}"),
+                pod: None,
+            }));
+        }
+        let n_devices = ds.len();
         let mut host_links = vec![0u32; hosts as usize];
         for (i, l) in links.iter().enumerate() {
             let field = format!("topology.links[{i}]");
@@ -495,7 +535,7 @@ impl Loaded {
                     self.err(
                         &f,
                         format!(
-                            "expected \"h<i>\" (host, i < {hosts}) or \"s<i>\" (switch, i < {switches}), got \"{name}\""
+                            "expected \"h<i>\" (host, i < {hosts}), \"s<i>\" (switch, i < {switches}) or \"d<i>\" (device, i < {n_devices}), got \"{name}\""
                         ),
                     )
                 };
@@ -509,6 +549,7 @@ impl Loaded {
                 match kind.as_str() {
                     "h" if idx < hosts => Ok(hs[idx as usize]),
                     "s" if idx < switches => Ok(ss[idx as usize]),
+                    "d" if (idx as usize) < n_devices => Ok(ds[idx as usize]),
                     _ => Err(bad()),
                 }
             };
@@ -532,7 +573,27 @@ impl Loaded {
                 delay: l.delay,
                 cable_m: l.cable_m,
             };
-            let info = self.link(&field, &spec)?;
+            let mut info = self.link(&field, &spec)?;
+            if let Some(k) = &l.kind {
+                use fabrics::topology::LinkKind;
+                info.kind = match k.as_str() {
+                    "network" => info.kind,
+                    "ethernet" => LinkKind::Ethernet,
+                    "infiniband" => LinkKind::InfiniBand,
+                    "nvlink" => LinkKind::NvLink,
+                    "pcie" => LinkKind::Pcie,
+                    "internal" => LinkKind::Internal,
+                    _ => {
+                        return Err(self.err(
+                            &format!("{field}.kind"),
+                            format!(
+                                "expected \"network\", \"ethernet\", \"infiniband\", \"nvlink\", \"pcie\" or \"internal\", got {:?}",
+                                short(k)
+                            ),
+                        ));
+                    }
+                };
+            }
             t.add_link(a, b, info);
         }
         if let Some(h) = host_links.iter().position(|&n| n == 0) {
@@ -625,7 +686,10 @@ impl Loaded {
         };
         let ib = if ib_kind {
             Some(self.build_ib(f.infiniband.as_ref(), (mtu + header) as u32)?)
-        } else if roce_kind && matches!(self.scenario.topology, TopologySpec::Cluster { .. }) {
+        } else if roce_kind
+            && (matches!(self.scenario.topology, TopologySpec::Cluster { .. })
+                || matches!(&self.scenario.topology, TopologySpec::Custom { devices, .. } if !devices.is_empty()))
+        {
             // The servers of a RoCEv2 cluster keep their credit-based NVLink/PCIe links and
             // cut-through devices; only the network runs PFC (`fabrics::engine::Device`).
             Some(ib::IbConfig::server_layer())
@@ -1506,6 +1570,14 @@ fn parse_ratio(s: &str) -> Option<(u32, u32)> {
     let (a, b) = s.split_once(':')?;
     let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
     (a > 0 && b > 0).then_some((a, b))
+}
+
+/// At most the first 40 characters of a user's value, for quoting it in a message.
+fn short(v: &str) -> String {
+    match v.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &v[..i]),
+        None => v.to_string(),
+    }
 }
 
 /// At every GPU hub, traffic whose shortest paths include the hub's PCIe link (traffic for

@@ -131,6 +131,10 @@ pub enum TopologySpec {
         hosts: u32,
         #[serde(default)]
         switches: u32,
+        /// Server devices `d0`, `d1`, ... by kind: `gpu_hub`, `nvswitch`, `pcie_switch`,
+        /// `root_complex`, `nic` (default none).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        devices: Vec<String>,
         links: Vec<CustomLink>,
     },
 }
@@ -177,6 +181,10 @@ pub struct CustomLink {
     pub a: String,
     pub b: String,
     pub rate: RateSpec,
+    /// The link's kind: `network` (default: the fabric's own), `ethernet`, `infiniband`,
+    /// `nvlink`, `pcie` or `internal` (it decides framing and link-level flow control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<TimeSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

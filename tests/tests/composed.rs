@@ -274,6 +274,10 @@ fn bad_input_queues_and_gpu_nic_are_refused() {
     }
 }
 
+thread_local! {
+    static MIXED_PATH_FINISH_PS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// One packet through a hand-built path that crosses every kind of link the composed engine
 /// knows, in one run: GPU -internal-> hub -NVLink-> NVSwitch -NVLink-> hub -PCIe-> PCIe switch
 /// -PCIe-> NIC -Ethernet-> RoCEv2 switch -Ethernet-> NIC -PCIe-> PCIe switch -PCIe-> GPU.
@@ -370,6 +374,7 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
     }
     let rec = &f.flow_records()[0];
     assert_eq!(rec.finish.map(|t| t.ps()), Some(start), "delivery at the analytic time");
+    MIXED_PATH_FINISH_PS.with(|c| c.set(start));
 
     // Flow control on each hop: a credit link's receiver returns one flow-control packet (on
     // the port that sends back over it); Ethernet links carry none, and no PFC frame at all.
@@ -387,4 +392,70 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
     }
     assert_eq!(roce.totals.pause_frames, 0);
     assert_eq!(f.totals().link_hops, 9 + 7, "9 data hops and 7 credit updates");
+}
+
+/// The same mixed path written as a scenario (`custom` topology with `devices` and per-link
+/// `kind`, `[fabric] kind = "rocev2"`): it runs, the packet arrives at the same picosecond as in
+/// the engine-level test above, seven credit updates and no PFC frame.
+#[test]
+fn custom_topology_mixes_link_kinds() {
+    one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop();
+    let want_ps = MIXED_PATH_FINISH_PS.with(|c| c.get());
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"[scenario]
+name = "mixed"
+[topology]
+kind = "custom"
+hosts = 2
+switches = 1
+devices = ["gpu_hub", "nvswitch", "gpu_hub", "pcie_switch", "nic", "nic", "pcie_switch"]
+links = [
+  { a = "h0", b = "d0", rate = "3600Gbps", delay = "0ns", kind = "internal" },
+  { a = "d0", b = "d1", rate = "400Gbps", delay = "10ns", kind = "nvlink" },
+  { a = "d1", b = "d2", rate = "400Gbps", delay = "10ns", kind = "nvlink" },
+  { a = "d2", b = "d3", rate = "512Gbps", delay = "50ns", kind = "pcie" },
+  { a = "d3", b = "d4", rate = "512Gbps", delay = "50ns", kind = "pcie" },
+  { a = "d4", b = "s0", rate = "400Gbps", delay = "25ns", kind = "ethernet" },
+  { a = "s0", b = "d5", rate = "400Gbps", delay = "25ns", kind = "ethernet" },
+  { a = "d5", b = "d6", rate = "512Gbps", delay = "50ns", kind = "pcie" },
+  { a = "d6", b = "h1", rate = "512Gbps", delay = "50ns", kind = "pcie" },
+]
+[fabric]
+kind = "rocev2"
+[[workload]]
+kind = "flows"
+class = 3
+flows = [{ src = 0, dst = 1, size = 4096 }]
+"#;
+    let out = run_scenario(dir.path(), "mixed", text);
+    let mut rd = csv::Reader::from_path(out.join("flows.csv")).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let fin = head.iter().position(|h| h == "finish_ns").unwrap();
+    let row = rd.records().next().unwrap().unwrap();
+    let finish_ps = (row[fin].parse::<f64>().unwrap() * 1000.0).round() as u64;
+    assert_eq!(finish_ps, want_ps);
+    let sm: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(sm["counters"]["ib_fc_packets"], 7);
+    assert_eq!(sm["counters"]["roce_pause_frames_sent"], 0);
+    assert_eq!(sm["counters"]["link_hops"], 16);
+    // A bad device kind or link kind is refused with the field and the accepted names.
+    for (from, to, field) in [
+        (
+            "\"nic\", \"pcie_switch\"]",
+            "\"nic\", \"bridge\"]",
+            "topology.devices[6]",
+        ),
+        ("kind = \"internal\"", "kind = \"usb\"", "topology.links[0].kind"),
+    ] {
+        let p = dir.path().join("bad.toml");
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+        let r = fabricsim(&["validate", s(&p)]);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains(field) && r.stderr.contains("expected"),
+            "{}",
+            r.stderr
+        );
+    }
 }
