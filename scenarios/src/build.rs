@@ -534,9 +534,15 @@ impl Loaded {
                 let bad = || {
                     self.err(
                         &f,
-                        format!(
-                            "expected \"h<i>\" (host, i < {hosts}), \"s<i>\" (switch, i < {switches}) or \"d<i>\" (device, i < {n_devices}), got \"{name}\""
-                        ),
+                        if n_devices == 0 {
+                            format!(
+                                "expected \"h<i>\" (host, i < {hosts}) or \"s<i>\" (switch, i < {switches}), got \"{name}\""
+                            )
+                        } else {
+                            format!(
+                                "expected \"h<i>\" (host, i < {hosts}), \"s<i>\" (switch, i < {switches}) or \"d<i>\" (device, i < {n_devices}), got \"{name}\""
+                            )
+                        },
                     )
                 };
                 let mut chars = name.chars();
