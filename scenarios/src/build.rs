@@ -964,10 +964,11 @@ impl Loaded {
                 "oldest" => XbarArbitration::OldestFirst,
                 "round_robin" => XbarArbitration::RoundRobin,
                 "islip" => XbarArbitration::Islip,
+                "lqf" => XbarArbitration::LongestQueueFirst,
                 _ => {
                     return Err(self.err(
                         "fabric.crossbar.arbitration",
-                        format!("expected \"oldest\", \"round_robin\" or \"islip\", got {a:?}"),
+                        format!("expected \"oldest\", \"round_robin\", \"islip\" or \"lqf\", got {a:?}"),
                     ));
                 }
             };

@@ -101,6 +101,9 @@ pub enum XbarArbitration {
     /// past the output) only when the first grant was accepted, iSLIP's desynchronising
     /// rule. Same as round-robin with unlimited speed-up.
     Islip,
+    /// Longest queue first: the free input with the most packets waiting for the output
+    /// (`models/crossbar/lqf.rs`).
+    LongestQueueFirst,
 }
 
 /// Smallest and largest crossbar speed-up accepted, percent.

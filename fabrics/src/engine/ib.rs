@@ -56,7 +56,7 @@
 //! rule that desynchronises the outputs' pointers). Not modelled: slots (decisions are not
 //! synchronised, so no simultaneous grants, no input choosing among outputs), a bounded
 //! number of iterations (an output always reaches a free requester if there is one), and
-//! request/grant/accept latency. Round-robin and iSLIP look at the first [`XBAR_RR_SCAN_MAX`]
+//! request/grant/accept latency. Round-robin and iSLIP look at the first `models::crossbar::round_robin::SCAN_MAX`
 //! packets of a queue.
 //!
 //! ## HOQLife
@@ -74,16 +74,13 @@ use crate::ib::cc::MarkCounter;
 use crate::ib::vlarb::VlArbiter;
 use crate::ib::{IbConfig, hoq_life};
 use crate::models::CongestionControl;
+use crate::models::crossbar::{AnyArbiter, CrossbarArbiter, Output, Waiting};
 use sim_core::{Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, TimeWeightedGauge, serialization_time};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Packets of a virtual output queue a crossbar output looks at for a free input (finite
 /// speed-up): a bound on the work per decision.
-pub const XBAR_SCAN_MAX: usize = 64;
-
-/// The same bound for round-robin and iSLIP arbitration, which must see every input with a
-/// packet queued (short packets of one input would otherwise hide the others).
-pub const XBAR_RR_SCAN_MAX: usize = 1024;
+pub const XBAR_SCAN_MAX: usize = crate::models::crossbar::oldest::SCAN_MAX;
 
 /// Flow-control update state of one ingress port-VL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,13 +144,10 @@ pub struct IbState {
     /// Scratch: per VL, the position in its virtual output queue of the packet
     /// `xbar_candidate` found.
     xbar_pick: [usize; 16],
-    /// Per output port of a `voq` node: its round-robin / iSLIP grant pointer, a node-local
-    /// input port index (`Crossbar::arbitration`).
-    xbar_grant_ptr: Vec<u32>,
-    /// Per input port of a `voq` node: its iSLIP accept pointer, a node-local output port
-    /// index. Kept as the algorithm states it; with one output deciding at a time it does not
-    /// change a decision (module docs).
-    xbar_accept_ptr: Vec<u32>,
+    /// Crossbar arbitration of `voq` nodes (`models/crossbar/`).
+    xbar: AnyArbiter,
+    /// Scratch: the packets of one virtual output queue as the arbiter sees them.
+    xbar_waiting: Vec<Waiting>,
     /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
     rx_init: Vec<u64>,
     free_blocks: Vec<u32>,
@@ -203,6 +197,7 @@ impl IbState {
         voq_port: Vec<bool>,
         internal_port: &[bool],
         n_hosts: usize,
+        xbar: XbarArbitration,
     ) -> IbState {
         let n = peer_is_host.len();
         let nv = cfg.n_vls as usize;
@@ -259,8 +254,8 @@ impl IbState {
             voq_port,
             xbar_free_at: vec![SimTime::ZERO; n],
             xbar_pick: [0; 16],
-            xbar_grant_ptr: vec![0; n],
-            xbar_accept_ptr: vec![0; n],
+            xbar: AnyArbiter::new(xbar, n),
+            xbar_waiting: Vec::new(),
             rx_init,
             free_blocks,
             pool_lent: vec![0; n * nv],
@@ -560,97 +555,78 @@ impl Fabric {
         }
     }
 
-    /// The packet crossbar output `p` would take on `vl` now under `Crossbar::arbitration`
-    /// (module docs); only the first [`XBAR_SCAN_MAX`] ([`XBAR_RR_SCAN_MAX`] for round-robin
-    /// and iSLIP) packets of its virtual output queue are looked at. Its position goes to
-    /// `xbar_pick`. With every input looked at busy, the port's timer is armed for when the
-    /// earliest frees up.
+    /// The packet crossbar output `p` would take on `vl` now: its arbiter (`models/crossbar/`)
+    /// looks at the first packets of the virtual output queue, oldest first, each with whether
+    /// its input is free (always, with unlimited speed-up). The position goes to `xbar_pick`.
+    /// With every input looked at busy, the port's timer is armed for when the earliest frees.
     fn xbar_candidate<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) -> Option<u32> {
         let now = s.now();
-        let ib = self.ibr();
-        let q = &ib.voq[ib.ix(p, vl)];
-        let &first = q.front()?;
         let unlimited = self.cfg.crossbar.speedup_percent.is_none();
-        let arbitration = self.cfg.crossbar.arbitration;
-        let mut found = None;
+        let ib = self.ibr();
+        let o = ib.ix(p, vl);
+        let &first = ib.voq[o].front()?;
+        if unlimited && ib.xbar.oldest_when_all_free() {
+            self.ibs().xbar_pick[vl as usize] = 0;
+            return Some(first);
+        }
+        let (out, earliest) = self.xbar_scan(p, vl, now);
+        let ib = self.ibr();
+        match ib.xbar.pick(out, &ib.xbar_waiting) {
+            Some(k) => {
+                let id = ib.voq[o][k];
+                self.ibs().xbar_pick[vl as usize] = k;
+                Some(id)
+            }
+            None => {
+                if earliest != SimTime::MAX {
+                    self.ib_arm_timer(s, p, earliest);
+                }
+                None
+            }
+        }
+    }
+
+    /// Fills `xbar_waiting` from output (`p`, `vl`)'s virtual output queue (the arbiter's scan
+    /// length); returns the output and the earliest time a busy input looked at frees up.
+    fn xbar_scan(&mut self, p: u32, vl: u8, now: SimTime) -> (Output, SimTime) {
+        let node = self.ports[p as usize].node as usize;
+        let base = self.port_base[node];
+        let out = Output {
+            port: p,
+            local: p - base,
+            n_ports: self.port_base[node + 1] - base,
+        };
         let mut earliest = SimTime::MAX;
-        if unlimited && arbitration == XbarArbitration::OldestFirst {
-            found = Some((0, first));
-        } else if arbitration == XbarArbitration::OldestFirst {
-            for (k, &id) in q.iter().take(XBAR_SCAN_MAX).enumerate() {
-                let free = ib.xbar_free_at[self.packets.get(id).ingress_port as usize];
-                if free <= now {
-                    found = Some((k, id));
-                    break;
-                }
-                earliest = earliest.min(free);
+        let ib = self
+            .ib
+            .as_deref_mut()
+            .expect("InfiniBand path runs only on an InfiniBand fabric");
+        let o = ib.ix(p, vl);
+        ib.xbar_waiting.clear();
+        for &id in ib.voq[o].iter().take(ib.xbar.scan_len()) {
+            let x = self.packets.get(id).ingress_port;
+            let free_at = ib.xbar_free_at[x as usize];
+            let free = free_at <= now;
+            if !free {
+                earliest = earliest.min(free_at);
             }
-        } else {
-            // Round-robin distance of an input from the output's grant pointer.
-            let node = self.ports[p as usize].node as usize;
-            let base = self.port_base[node];
-            let n_inputs = self.port_base[node + 1] - base;
-            let ptr = ib.xbar_grant_ptr[p as usize];
-            let dist = |x: u32| (x - base + n_inputs - ptr) % n_inputs;
-            // The oldest packet of the eligible (input free) input nearest the pointer. iSLIP
-            // picks the same (the output's grant is refused by busy inputs until a free one
-            // accepts); which input it first granted decides the pointer update (`xbar_granted`).
-            let mut best: Option<(u32, usize, u32)> = None;
-            for (k, &id) in q.iter().take(XBAR_RR_SCAN_MAX).enumerate() {
-                let x = self.packets.get(id).ingress_port;
-                if !unlimited {
-                    let free = ib.xbar_free_at[x as usize];
-                    if free > now {
-                        earliest = earliest.min(free);
-                        continue;
-                    }
-                }
-                let d = dist(x);
-                if best.is_none_or(|b| d < b.0) {
-                    best = Some((d, k, id));
-                }
-            }
-            found = best.map(|(_, k, id)| (k, id));
+            ib.xbar_waiting.push(Waiting { input: x - base, free });
         }
-        if let Some((k, id)) = found {
-            self.ibs().xbar_pick[vl as usize] = k;
-            return Some(id);
-        }
-        if earliest != SimTime::MAX {
-            self.ib_arm_timer(s, p, earliest);
-        }
-        None
+        (out, earliest)
     }
 
     /// Crossbar output `p` takes the packet at `k` of its virtual output queue on `vl`, from
-    /// input `x`: round-robin moves the output's grant pointer one past `x`; iSLIP does so, and
-    /// moves `x`'s accept pointer one past `p`, only if `x` accepted the first grant, i.e. no
-    /// input nearer the pointer has a packet looked at (iSLIP updates pointers in the first
-    /// iteration only).
-    fn xbar_granted(&mut self, p: u32, vl: u8, x: u32) {
-        let arbitration = self.cfg.crossbar.arbitration;
-        if arbitration == XbarArbitration::OldestFirst {
-            return;
+    /// input `x`: its arbiter moves its pointers (round-robin, iSLIP).
+    fn xbar_granted(&mut self, p: u32, vl: u8, x: u32, now: SimTime) {
+        if self.cfg.crossbar.arbitration == XbarArbitration::OldestFirst {
+            return; // no state (and no scan on the hot path)
         }
-        let node = self.ports[p as usize].node as usize;
-        let base = self.port_base[node];
-        let n_ports = self.port_base[node + 1] - base;
-        let ib = self.ibr();
-        let ptr = ib.xbar_grant_ptr[p as usize];
-        let dist = |y: u32| (y - base + n_ports - ptr) % n_ports;
-        if arbitration == XbarArbitration::Islip {
-            let d = dist(x);
-            let q = &ib.voq[ib.ix(p, vl)];
-            let refused_first = q
-                .iter()
-                .take(XBAR_RR_SCAN_MAX)
-                .any(|&id| dist(self.packets.get(id).ingress_port) < d);
-            if refused_first {
-                return;
-            }
-            self.ibs().xbar_accept_ptr[x as usize] = (p - base + 1) % n_ports;
-        }
-        self.ibs().xbar_grant_ptr[p as usize] = (x - base + 1) % n_ports;
+        let k = self.ibr().xbar_pick[vl as usize];
+        let (out, _) = self.xbar_scan(p, vl, now);
+        let ib = self.ibs();
+        let waiting = std::mem::take(&mut ib.xbar_waiting);
+        ib.xbar.granted(out, &waiting, k, x);
+        ib.xbar_waiting = waiting;
     }
 
     /// The oldest packet of output (`p`, `vl`)'s virtual output queue, if any, is at the head of
@@ -945,7 +921,7 @@ impl Fabric {
             let k = self.ibr().xbar_pick[vl as usize];
             let id = self.ibr().voq[o][k];
             let x = self.packets.get(id).ingress_port;
-            self.xbar_granted(p, vl, x);
+            self.xbar_granted(p, vl, x, now);
             self.ibs().voq[o].remove(k).expect("ready VL has a packet");
             if k == 0 {
                 self.ib_voq_new_head(s, p, vl);

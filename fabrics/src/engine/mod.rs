@@ -404,6 +404,7 @@ impl Fabric {
                 voq_port,
                 &internal_port,
                 n_hosts,
+                cfg.crossbar.arbitration,
             ))
         });
         let mut ib = ib;

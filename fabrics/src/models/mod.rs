@@ -11,6 +11,7 @@
 //! | switch buffer model | [`buffer`] | `PerPortTailDrop`; [`buffer::SharedBuffer`] (per-switch MMU, inherent API) |
 //! | congestion marking | [`marking`] | `None`, `Red` (RED/ECN at enqueue or dequeue) |
 //! | sender congestion control | [`cc`] | `FixedRate`, `Dcqcn`, `Timely` |
+//! | crossbar arbitration | [`crossbar`] | `OldestFirst`, `RoundRobin`, `Islip`, `LongestQueueFirst` |
 //!
 //! Parts that are not an enum of their own: [`pfc`] (PFC sender/receiver state machines,
 //! pause quanta, headroom formulas, watchdog), used by the engine together with
@@ -22,6 +23,7 @@
 
 pub mod buffer;
 pub mod cc;
+pub mod crossbar;
 pub mod flow_control;
 pub mod marking;
 pub mod pfc;
