@@ -11,7 +11,6 @@
 //! and, through [`miette::Diagnostic`], it carries the source text and span so that the CLI
 //! can render the offending line with a label under it.
 
-use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 
@@ -55,7 +54,7 @@ impl ScenarioError {
                 file: file.to_owned(),
                 position: span.as_ref().map(|r| line_col(text, r.start)),
                 field,
-                message,
+                message: clip_quoted(&message),
             }),
             source_code: NamedSource::new(file, text.to_owned()),
             span: span.map(SourceSpan::from),
@@ -112,6 +111,50 @@ impl ScenarioError {
         out.push_str(&d.message);
         out
     }
+}
+
+/// Longest piece of a user's value quoted in a message, in characters.
+pub const MAX_QUOTED_CHARS: usize = 60;
+
+/// `s` cut to [`MAX_QUOTED_CHARS`] characters, with `...` when something was cut.
+pub fn short_quote(s: &str) -> String {
+    let mut out: String = s.chars().take(MAX_QUOTED_CHARS).collect();
+    if out.len() < s.len() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Cuts every quoted run (`"..."` or `` `...` ``) of `message` longer than
+/// [`MAX_QUOTED_CHARS`] characters: serde echoes a whole bad value, which may be 200 KB.
+fn clip_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(1024));
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c != '"' && c != '`' {
+            continue;
+        }
+        // Inside a quoted run: copy up to the limit, skip the rest, keep the closing quote.
+        let (mut n, mut escaped, mut clipped) = (0usize, false, false);
+        for d in chars.by_ref() {
+            if d == c && !escaped {
+                if clipped {
+                    out.push_str("...");
+                }
+                out.push(d);
+                break;
+            }
+            escaped = c == '"' && d == '\\' && !escaped;
+            n += 1;
+            if n <= MAX_QUOTED_CHARS {
+                out.push(d);
+            } else {
+                clipped = true;
+            }
+        }
+    }
+    out
 }
 
 /// Clamps `r` to `text`, on character boundaries, with `start <= end`.
@@ -197,18 +240,30 @@ fn field_path(path: &serde_path_to_error::Path) -> String {
 /// with the position of the offending value and its field path (`flows[1].size`).
 pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ScenarioError> {
     let de = toml::de::Deserializer::parse(text).map_err(|e| {
-        ScenarioError::at(
-            file,
-            text,
-            e.span(),
-            None,
-            format!("TOML syntax error: {}", one_line(e.message())),
-        )
+        let message = one_line(e.message());
+        // The parser reports its recursion limit without a position: find the deep part.
+        let span = e.span().or_else(|| {
+            message
+                .contains("recursion")
+                .then(|| crate::wording::locate_deep_nesting(text).unwrap_or(0))
+                .map(|at| at..at + 1)
+        });
+        let message = if message.contains("recursion") {
+            format!(
+                "tables, arrays or dotted keys nested too deeply (more than {} levels)",
+                crate::wording::MAX_NESTING
+            )
+        } else {
+            format!("TOML syntax error: {message}")
+        };
+        let field = span.as_ref().map(|s| crate::wording::syntax_field(text, s.start));
+        ScenarioError::at(file, text, span, field, message)
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let field = field_path(e.path());
         let inner = e.into_inner();
-        ScenarioError::at(file, text, inner.span(), Some(field), one_line(inner.message()))
+        let message = crate::wording::user_terms(&one_line(inner.message()), Some(&field));
+        ScenarioError::at(file, text, inner.span(), Some(field), message)
     })
 }
 
@@ -228,35 +283,19 @@ pub fn semantic_error(
     ScenarioError::at(file, text, span, field, one_line(&message.into()))
 }
 
-/// Reads a scenario file as UTF-8 text, refusing directories, files over
-/// [`MAX_SCENARIO_BYTES`] and invalid UTF-8 (reported at its line and column).
+/// Reads a scenario file as UTF-8 text, refusing directories, devices and FIFOs (before
+/// opening them), files over [`MAX_SCENARIO_BYTES`] and invalid UTF-8 (reported at its line
+/// and column).
 pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {
+    use crate::files::FileError;
     let file = path.display().to_string();
-    let fail = |message: String| ScenarioError::file_level(&file, message);
-    let meta = std::fs::metadata(path).map_err(|e| fail(io_message(&e)))?;
-    if meta.is_dir() {
-        return Err(fail("is a directory, not a scenario file".to_owned()));
-    }
-    let too_large = |size: u64| {
-        fail(format!(
-            "file is too large ({size} bytes; the limit is {MAX_SCENARIO_BYTES} bytes)"
-        ))
-    };
-    if meta.len() > MAX_SCENARIO_BYTES {
-        return Err(too_large(meta.len()));
-    }
-    let handle = std::fs::File::open(path).map_err(|e| fail(io_message(&e)))?;
-    // Read at most one byte over the limit: the file may have grown, or be a device or pipe.
-    let mut bytes = Vec::new();
-    handle
-        .take(MAX_SCENARIO_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(io_message(&e)))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(fail(format!(
-            "file is too large (more than the limit of {MAX_SCENARIO_BYTES} bytes)"
-        )));
-    }
+    let bytes = crate::files::read_limited(path, MAX_SCENARIO_BYTES).map_err(|e| {
+        let message = match e {
+            FileError::Directory => "is a directory, not a scenario file".to_owned(),
+            e => e.to_string(),
+        };
+        ScenarioError::file_level(&file, message)
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
@@ -269,14 +308,6 @@ pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {
             format!("file is not valid UTF-8 (invalid byte at offset {at})"),
         )
     })
-}
-
-fn io_message(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "file not found".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => format!("cannot read file: {e}"),
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! - [`schema`]: the typed TOML format (every table refuses unknown keys).
 //! - [`units`]: human units (`"100Gbps"`, `"4KiB"`, `"1.5us"`), parsed exactly.
 //! - [`diag`]: errors that point at file:line:column and the field.
+//! - [`files`]: reading user-named files: regular files only, within a size limit.
+//! - [`wording`]: serde's and the TOML parser's messages in the user's terms.
 //! - [`locate`]: finds a field's position for errors found after parsing.
 //! - [`build`]: scenario -> topology, routes, engine configuration, flows, limits.
 //! - [`runner`]: runs a scenario and writes its results directory atomically.
@@ -18,6 +20,7 @@ pub mod build;
 pub mod cli;
 pub mod collective_report;
 pub mod diag;
+pub mod files;
 pub mod ib_report;
 pub mod locate;
 pub mod regression;
@@ -27,3 +30,4 @@ pub mod runner;
 pub mod schema;
 pub mod training_report;
 pub mod units;
+pub mod wording;

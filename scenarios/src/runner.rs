@@ -52,23 +52,29 @@ pub fn validate(path: &Path) -> Result<(Loaded, Built), RunError> {
     Ok((loaded, built))
 }
 
-/// Refuses, as a scenario error, flows that no route connects (custom topologies).
+/// Refuses, as a scenario error, what the engine refuses when it is built from the scenario.
 fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
-    let probe = Fabric::with_deps(
+    Fabric::with_deps(
         &built.topology,
         built.routes.clone(),
         built.engine.clone(),
         built.flows.clone(),
         &built.deps,
-    );
-    match probe {
-        Err(e @ EngineError::Unroutable { .. }) => Err(loaded.err("topology", e.to_string()).into()),
-        Err(e) => Err(RunError::Engine {
-            file: loaded.file.clone(),
-            message: e.to_string(),
-        }),
-        Ok(_) => Ok(()),
-    }
+    )
+    .map(|_| ())
+    .map_err(|e| engine_error(loaded, e))
+}
+
+/// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is
+/// about: the topology for unconnected hosts and an oversized fabric, `[fabric]` for a
+/// configuration out of range (the loader refuses the known cases at their key first).
+fn engine_error(loaded: &Loaded, e: EngineError) -> RunError {
+    let field = match e {
+        EngineError::BadConfig(_) => "fabric",
+        EngineError::UnknownHost { .. } => "workload",
+        EngineError::Unroutable { .. } | EngineError::TooLarge(_) => "topology",
+    };
+    RunError::Scenario(loaded.err(field, e.to_string()))
 }
 
 /// Runs the scenario at `path` and writes its results directory.
@@ -104,13 +110,8 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
-    let mut fabric = Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| match e {
-        EngineError::Unroutable { .. } => RunError::Scenario(loaded.err("topology", e.to_string())),
-        e => RunError::Engine {
-            file: loaded.file.clone(),
-            message: e.to_string(),
-        },
-    })?;
+    let mut fabric =
+        Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| engine_error(&loaded, e))?;
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
     let mut last_print = std::time::Duration::ZERO;
