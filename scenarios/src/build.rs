@@ -746,7 +746,7 @@ impl Loaded {
             }
             if let Some(p) = e.pmax {
                 if !(0.0..=1.0).contains(&p) {
-                    return Err(self.err(&at("ecn.pmax"), format!("expected 0..=1, got {p}")));
+                    return Err(self.err(&at("ecn.pmax"), format!("expected 0..=1, got {}", crate::wording::float_text(p))));
                 }
                 r.pmax_ppm = (p * 1e6).round() as u32;
             }
@@ -924,7 +924,10 @@ impl Loaded {
             if !x.is_finite() || pct < *range.start() as f64 || pct > *range.end() as f64 {
                 return Err(self.err(
                     "fabric.crossbar.speedup",
-                    format!("expected 1.0..=10.0 (a multiple of the input link rate), got {x}"),
+                    format!(
+                        "expected 1.0..=10.0 (a multiple of the input link rate), got {}",
+                        crate::wording::float_text(x)
+                    ),
                 ));
             }
             c.speedup_percent = Some(pct as u32);
@@ -1209,7 +1212,7 @@ impl Loaded {
                     if !(*load > 0.0 && *load <= 1.0) {
                         return Err(self.err(
                             &format!("{field}.load"),
-                            format!("expected a load in (0, 1], got {load}"),
+                            format!("expected a load in (0, 1], got {}", crate::wording::float_text(*load)),
                         ));
                     }
                     let cdf_field = format!("{field}.cdf");

@@ -97,12 +97,10 @@ pub enum Cmd {
     },
 }
 
-/// Exit status for an error: 2 for an invalid scenario, 1 otherwise.
+/// Exit status for an error: 2 for an invalid scenario or `--out`, 130 when interrupted, 1
+/// otherwise.
 pub fn exit_code(e: &RunError) -> i32 {
-    match e {
-        RunError::Scenario(_) => 2,
-        _ => 1,
-    }
+    e.exit_code()
 }
 
 /// Runs the command line `args` (program name first), writing to `out` and `err`;
@@ -148,6 +146,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                 out_dir,
                 seed,
                 progress: !quiet,
+                ..RunOptions::default()
             };
             match runner::run_file(&file, &opts) {
                 Ok(r) => {
@@ -159,7 +158,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                         let _ = write!(out, "{}", crate::training_report::table(t));
                     }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
-                    0
+                    if r.summary.run.outcome == crate::report::OUTCOME_INTERRUPTED {
+                        crate::interrupt::EXIT_INTERRUPTED
+                    } else {
+                        0
+                    }
                 }
                 Err(e) => fail(e, err),
             }

@@ -54,7 +54,7 @@ impl ScenarioError {
                 file: file.to_owned(),
                 position: span.as_ref().map(|r| line_col(text, r.start)),
                 field,
-                message: clip_quoted(&message),
+                message: crate::wording::clip_quoted(&message),
             }),
             source_code: NamedSource::new(file, text.to_owned()),
             span: span.map(SourceSpan::from),
@@ -121,38 +121,6 @@ pub fn short_quote(s: &str) -> String {
     let mut out: String = s.chars().take(MAX_QUOTED_CHARS).collect();
     if out.len() < s.len() {
         out.push_str("...");
-    }
-    out
-}
-
-/// Cuts every quoted run (`"..."` or `` `...` ``) of `message` longer than
-/// [`MAX_QUOTED_CHARS`] characters: serde echoes a whole bad value, which may be 200 KB.
-fn clip_quoted(message: &str) -> String {
-    let mut out = String::with_capacity(message.len().min(1024));
-    let mut chars = message.chars().peekable();
-    while let Some(c) = chars.next() {
-        out.push(c);
-        if c != '"' && c != '`' {
-            continue;
-        }
-        // Inside a quoted run: copy up to the limit, skip the rest, keep the closing quote.
-        let (mut n, mut escaped, mut clipped) = (0usize, false, false);
-        for d in chars.by_ref() {
-            if d == c && !escaped {
-                if clipped {
-                    out.push_str("...");
-                }
-                out.push(d);
-                break;
-            }
-            escaped = c == '"' && d == '\\' && !escaped;
-            n += 1;
-            if n <= MAX_QUOTED_CHARS {
-                out.push(d);
-            } else {
-                clipped = true;
-            }
-        }
     }
     out
 }
@@ -392,10 +360,11 @@ size = "1.5MB"
         let text = GOOD.replace("latency = \"500ns\"", "latency \"500ns\"");
         let e = parse_err(&text);
         assert_eq!(e.line(), Some(8));
-        assert_eq!(e.field(), None);
+        // The field of a syntax error is the table (and key) being written on that line.
+        assert_eq!(e.field(), Some("fabric.link"));
         assert_eq!(
             e.to_string(),
-            "s.toml:8:9: TOML syntax error: key with no value, expected `=`"
+            "s.toml:8:9: fabric.link: TOML syntax error: key with no value, expected `=`"
         );
         assert!(!e.to_string().contains('\n'));
     }
@@ -432,13 +401,34 @@ size = "1.5MB"
         let e = parse_err(&GOOD.replace("switches = 4", "switches = \"four\""));
         assert_eq!(
             e.to_string(),
-            "s.toml:4:12: fabric.switches: invalid type: string \"four\", expected u32"
+            "s.toml:4:12: fabric.switches: found the string \"four\"; expected an integer in 0..=4294967295"
         );
         let e = parse_err(&GOOD.replace("dst = 99", "dst = -3"));
         assert_eq!(
             e.to_string(),
-            "s.toml:17:7: flows[1].dst: invalid value: integer `-3`, expected u32"
+            "s.toml:17:7: flows[1].dst: the integer -3 is out of range; expected an integer in 0..=4294967295"
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_located() {
+        let deep = format!("name = \"x\"\n[{}]\nx = 1\n", vec!["a"; 100].join("."));
+        let e = parse_err(&deep);
+        assert_eq!((e.line(), e.column()), (Some(2), Some(129)), "{e}");
+        assert!(e.field().is_some_and(|f| f.starts_with("a.a.a") && f.len() <= 80), "{e}");
+        assert!(e.message().contains("nested too deeply"), "{e}");
+    }
+
+    #[test]
+    fn long_values_are_quoted_short_and_big_integers_in_user_terms() {
+        let long = "x".repeat(5000);
+        let e = parse_err(&GOOD.replace("switches = 4", &format!("switches = \"{long}\"")));
+        assert!(e.to_string().len() < 200, "{e}");
+        assert!(e.message().contains(&format!("\"{}...\"", "x".repeat(MAX_QUOTED_CHARS))), "{e}");
+        let e = parse_err(&GOOD.replace("switches = 4", "switches = 99999999999999999999999"));
+        assert!(!e.to_string().contains("i128"), "{e}");
+        assert!(e.message().starts_with("the integer 99999999999999999999999 is out of range"), "{e}");
+        assert_eq!(e.field(), Some("fabric.switches"));
     }
 
     #[test]

@@ -20,6 +20,11 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    // Ctrl-C and SIGTERM end a simulation as a budget does and never leave half-written
+    // results (scenarios/src/interrupt.rs).
+    if let Err(e) = scenarios::interrupt::install() {
+        tracing::warn!("cannot handle SIGINT/SIGTERM: {e}");
+    }
     let fancy = std::io::stderr().is_terminal();
     let code = scenarios::cli::run(args, &mut std::io::stdout(), &mut std::io::stderr(), fancy);
     ExitCode::from(code as u8)

@@ -14,6 +14,7 @@ pub const MAX_NESTING: usize = 64;
 /// The message with Rust types and serde's wording replaced; `field` is the field path of the
 /// error, used to name the accepted values of an enum-valued key.
 pub fn user_terms(message: &str, field: Option<&str>) -> String {
+    let message = &clip_quoted(message);
     let text = match split_serde(message) {
         None => message.to_owned(),
         Some((found, expected)) => match expected.map(|e| expected_text(e, field)) {
@@ -103,6 +104,38 @@ fn cut(s: &str, max: usize) -> String {
     }
     let mut out: String = s.chars().take(max.saturating_sub(3)).collect();
     out.push_str("...");
+    out
+}
+
+/// Cuts every quoted run (`"..."` or `` `...` ``) of `message` longer than
+/// [`MAX_QUOTED_CHARS`](crate::diag::MAX_QUOTED_CHARS) characters: serde echoes a whole bad value, which may be 200 KB.
+pub fn clip_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(1024));
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c != '"' && c != '`' {
+            continue;
+        }
+        // Inside a quoted run: copy up to the limit, skip the rest, keep the closing quote.
+        let (mut n, mut escaped, mut clipped) = (0usize, false, false);
+        for d in chars.by_ref() {
+            if d == c && !escaped {
+                if clipped {
+                    out.push_str("...");
+                }
+                out.push(d);
+                break;
+            }
+            escaped = c == '"' && d == '\\' && !escaped;
+            n += 1;
+            if n <= crate::diag::MAX_QUOTED_CHARS {
+                out.push(d);
+            } else {
+                clipped = true;
+            }
+        }
+    }
     out
 }
 
