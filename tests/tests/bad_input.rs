@@ -1244,3 +1244,81 @@ fn roce_table_needs_rocev2_and_valid_priorities() {
         .field("workload[0].class")
         .says(&["lossless or lossy"]);
 }
+
+/// Issue 15: a RoCEv2 buffer too small for the headroom exited 1 with `invalid engine
+/// configuration: switch node N ...` and no location.
+#[test]
+fn roce_buffer_too_small_for_the_headroom_is_located() {
+    const BUF: &str = "buffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }";
+    let roce = |table: &str| edit_text(&edit("\"ethernet\"", "\"rocev2\""), BUF, table);
+    let text = roce("[fabric.roce]\nbuffer = \"9B\"");
+    invalid("roce_small.toml", &text)
+        .at(pos(&text, "buffer = ", "\"9B\""))
+        .field("fabric.roce.buffer")
+        .says(&["needs a buffer of at least", "headroom", "the buffer is 9 B"]);
+    // Without `buffer`, a headroom too large for the default buffer points at `headroom`.
+    let text = roce("[fabric.roce]\nheadroom = \"100MiB\"");
+    invalid("roce_headroom.toml", &text)
+        .at(pos(&text, "headroom = ", "\"100MiB\""))
+        .field("fabric.roce.headroom")
+        .says(&["needs a buffer of at least"]);
+    // A buffer that holds them all is valid.
+    let text = roce("[fabric.roce]\nbuffer = \"4MiB\"");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("roce_ok.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, _, err) = validate(&file, false, &text);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Issue 14: a CDF file that is `/dev/zero` was read to 2 GB before the error, and a FIFO hung
+/// `validate` forever. Both are refused from their metadata, before they are opened.
+#[test]
+fn cdf_that_is_a_device_or_a_fifo_is_refused_before_reading() {
+    for dev in ["/dev/zero", "/dev/urandom"] {
+        if !Path::new(dev).exists() {
+            continue;
+        }
+        let text = poisson("0.3", dev);
+        invalid("cdf_dev.toml", &text)
+            .at(pos(&text, "cdf = ", &format!("\"{dev}\"")))
+            .field("workload[0].cdf")
+            .says(&["cannot read CDF file", dev, "is a character device, not a regular file"]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cdf.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("mkfifo is not available: FIFO case skipped");
+        return;
+    }
+    let text = poisson("0.3", fifo.to_str().unwrap());
+    let file = dir.path().join("cdf_fifo.toml");
+    std::fs::write(&file, &text).unwrap();
+    // Nobody writes to the FIFO: opening it would block forever, so this returns only if the
+    // loader refuses it without opening it.
+    refused(dir, file, &text)
+        .field("workload[0].cdf")
+        .says(&["is a FIFO (named pipe), not a regular file"]);
+}
+
+/// The scenario file itself: devices and FIFOs are refused the same way.
+#[test]
+fn scenario_file_that_is_a_device_or_a_fifo_is_refused() {
+    if Path::new("/dev/zero").exists() {
+        let (code, _, err) = validate(Path::new("/dev/zero"), false, "");
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(err.trim_end(), "error: /dev/zero: is a character device, not a regular file");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("s.toml");
+    if std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let (code, _, err) = validate(&fifo, false, "");
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("is a FIFO (named pipe), not a regular file"), "{err}");
+    }
+}
