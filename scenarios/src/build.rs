@@ -746,7 +746,10 @@ impl Loaded {
             }
             if let Some(p) = e.pmax {
                 if !(0.0..=1.0).contains(&p) {
-                    return Err(self.err(&at("ecn.pmax"), format!("expected 0..=1, got {}", crate::wording::float_text(p))));
+                    return Err(self.err(
+                        &at("ecn.pmax"),
+                        format!("expected 0..=1, got {}", crate::wording::float_text(p)),
+                    ));
                 }
                 r.pmax_ppm = (p * 1e6).round() as u32;
             }

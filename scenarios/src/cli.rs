@@ -2,7 +2,9 @@
 //! what the binary runs (arguments in, exit code and output text out).
 //!
 //! Exit status: 0 on success, 2 when the scenario is invalid (the error names file, line,
-//! column and field), 1 for any other failure (e.g. the results directory cannot be written).
+//! column and field) or `--out` names a directory fabricsim may not replace, 130 when
+//! interrupted by SIGINT/SIGTERM, 1 for any other failure (e.g. the results directory cannot
+//! be written).
 //! `check` exits 1 when a metric moved beyond its tolerance, and 2 when a scenario, baseline or
 //! results directory is bad (`docs/regression.md`).
 

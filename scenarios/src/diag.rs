@@ -415,7 +415,10 @@ size = "1.5MB"
         let deep = format!("name = \"x\"\n[{}]\nx = 1\n", vec!["a"; 100].join("."));
         let e = parse_err(&deep);
         assert_eq!((e.line(), e.column()), (Some(2), Some(129)), "{e}");
-        assert!(e.field().is_some_and(|f| f.starts_with("a.a.a") && f.len() <= 80), "{e}");
+        assert!(
+            e.field().is_some_and(|f| f.starts_with("a.a.a") && f.len() <= 80),
+            "{e}"
+        );
         assert!(e.message().contains("nested too deeply"), "{e}");
     }
 
@@ -424,10 +427,18 @@ size = "1.5MB"
         let long = "x".repeat(5000);
         let e = parse_err(&GOOD.replace("switches = 4", &format!("switches = \"{long}\"")));
         assert!(e.to_string().len() < 200, "{e}");
-        assert!(e.message().contains(&format!("\"{}...\"", "x".repeat(MAX_QUOTED_CHARS))), "{e}");
+        assert!(
+            e.message()
+                .contains(&format!("\"{}...\"", "x".repeat(MAX_QUOTED_CHARS))),
+            "{e}"
+        );
         let e = parse_err(&GOOD.replace("switches = 4", "switches = 99999999999999999999999"));
         assert!(!e.to_string().contains("i128"), "{e}");
-        assert!(e.message().starts_with("the integer 99999999999999999999999 is out of range"), "{e}");
+        assert!(
+            e.message()
+                .starts_with("the integer 99999999999999999999999 is out of range"),
+            "{e}"
+        );
         assert_eq!(e.field(), Some("fabric.switches"));
     }
 

@@ -17,9 +17,14 @@ pub enum FileError {
     /// A directory where a file was expected.
     Directory,
     /// A FIFO, device or socket: `what` names it ("a FIFO (named pipe)", "a character device").
-    NotRegular { what: &'static str },
+    NotRegular {
+        what: &'static str,
+    },
     /// Over the limit: `size` when the metadata said so, `None` when it grew while read.
-    TooLarge { size: Option<u64>, limit: u64 },
+    TooLarge {
+        size: Option<u64>,
+        limit: u64,
+    },
     Io(String),
 }
 
@@ -30,7 +35,10 @@ impl std::fmt::Display for FileError {
             FileError::PermissionDenied => write!(f, "permission denied"),
             FileError::Directory => write!(f, "is a directory, not a file"),
             FileError::NotRegular { what } => write!(f, "is {what}, not a regular file"),
-            FileError::TooLarge { size: Some(size), limit } => {
+            FileError::TooLarge {
+                size: Some(size),
+                limit,
+            } => {
                 write!(f, "file is too large ({size} bytes; the limit is {limit} bytes)")
             }
             FileError::TooLarge { size: None, limit } => {
@@ -142,7 +150,10 @@ mod tests {
         assert_eq!(read_limited(&p, 5).unwrap(), b"12345");
         assert_eq!(
             read_limited(&p, 4),
-            Err(FileError::TooLarge { size: Some(5), limit: 4 })
+            Err(FileError::TooLarge {
+                size: Some(5),
+                limit: 4
+            })
         );
         assert_eq!(read_limited(dir.path(), 4), Err(FileError::Directory));
         assert_eq!(read_limited(&dir.path().join("none"), 4), Err(FileError::NotFound));

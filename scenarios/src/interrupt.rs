@@ -20,16 +20,14 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 pub fn install() -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            for _ in signals.forever() {
-                if RECEIVED.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
-                    eprintln!("fabricsim: interrupted three times: exiting now");
-                    std::process::exit(EXIT_INTERRUPTED);
-                }
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        for _ in signals.forever() {
+            if RECEIVED.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
+                eprintln!("fabricsim: interrupted three times: exiting now");
+                std::process::exit(EXIT_INTERRUPTED);
             }
-        })?;
+        }
+    })?;
     Ok(())
 }
 

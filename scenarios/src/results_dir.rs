@@ -303,9 +303,16 @@ mod tests {
         let t = Target::new(&out, &scenario).unwrap();
         t.write(&files(), &Interrupt::manual(), 0).unwrap();
         assert_eq!(names(&out), [MARKER, "flows.csv", "summary.json"]);
-        assert!(std::fs::read_to_string(out.join(MARKER)).unwrap().starts_with("fabricsim.summary/"));
+        assert!(
+            std::fs::read_to_string(out.join(MARKER))
+                .unwrap()
+                .starts_with("fabricsim.summary/")
+        );
         // A second run replaces it; nothing is left beside it.
-        Target::new(&out, &scenario).unwrap().write(&files()[..1], &Interrupt::manual(), 0).unwrap();
+        Target::new(&out, &scenario)
+            .unwrap()
+            .write(&files()[..1], &Interrupt::manual(), 0)
+            .unwrap();
         assert_eq!(names(&out), [MARKER, "summary.json"]);
         assert_eq!(names(root.path()), ["out", "s.toml"]);
         // An empty directory is fine; one with a user's file, even named summary.json, is not.
@@ -316,7 +323,10 @@ mod tests {
         std::fs::create_dir_all(user.join("src")).unwrap();
         std::fs::write(user.join("summary.json"), "mine").unwrap();
         let e = Target::new(&user, &scenario).unwrap_err();
-        assert!(matches!(&e, OutError::Refused(m) if m.contains("no .fabricsim-results")), "{e}");
+        assert!(
+            matches!(&e, OutError::Refused(m) if m.contains("no .fabricsim-results")),
+            "{e}"
+        );
         assert_eq!(std::fs::read_to_string(user.join("summary.json")).unwrap(), "mine");
         // The scenario's own directory and its parents are refused even when marked.
         std::fs::write(root.path().join(MARKER), "").unwrap();
@@ -330,7 +340,10 @@ mod tests {
         let scenario = root.path().join("s.toml");
         std::fs::write(&scenario, "").unwrap();
         let out = root.path().join("out");
-        Target::new(&out, &scenario).unwrap().write(&files(), &Interrupt::manual(), 0).unwrap();
+        Target::new(&out, &scenario)
+            .unwrap()
+            .write(&files(), &Interrupt::manual(), 0)
+            .unwrap();
         let before = names(&out);
         let signals = Interrupt::manual();
         signals.raise();

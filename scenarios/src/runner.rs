@@ -7,8 +7,8 @@
 use crate::build::{Built, Loaded, load};
 use crate::diag::ScenarioError;
 use crate::interrupt::Interrupt;
-use crate::results_dir::{OutError, Target};
 use crate::report::{self, ScenarioInfo, Summary};
+use crate::results_dir::{OutError, Target};
 use fabrics::engine::{EngineError, Fabric};
 use sha2::{Digest, Sha256};
 use sim_core::{Progress, RunReport, WheelQueue};
@@ -125,7 +125,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let target = Target::new(&out_dir, path).map_err(|e| out_error(&out_dir, e))?;
     let interrupt = &opts.interrupt;
     if interrupt.count() > 0 {
-        return Err(RunError::Interrupted("before the simulation started; nothing was written".into()));
+        return Err(RunError::Interrupted(
+            "before the simulation started; nothing was written".into(),
+        ));
     }
 
     let Built {

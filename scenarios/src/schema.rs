@@ -795,7 +795,9 @@ fn names_of<T: serde::de::DeserializeOwned>(tagged: bool) -> String {
         v: T,
     }
     let message = if tagged {
-        toml::from_str::<T>("kind = \"\\u0001\"").err().map(|e| e.message().to_owned())
+        toml::from_str::<T>("kind = \"\\u0001\"")
+            .err()
+            .map(|e| e.message().to_owned())
     } else {
         toml::from_str::<Probe<T>>("v = \"\\u0001\"")
             .err()
@@ -854,7 +856,11 @@ mod tests {
             names_at("fabric.routing").unwrap(),
             "`ecmp`, `dmodk`, `adaptive`, `updown`"
         );
-        assert!(kind_names("TopologySpec").unwrap().starts_with("`fat_tree`, `leaf_spine`"));
+        assert!(
+            kind_names("TopologySpec")
+                .unwrap()
+                .starts_with("`fat_tree`, `leaf_spine`")
+        );
         assert_eq!(kind_names("BufferSpec").unwrap(), "`per_port_tail_drop`");
         assert!(names_at("workload[3].kind").unwrap().contains("`poisson`"));
         assert_eq!(names_at("fabric.mtu"), None);

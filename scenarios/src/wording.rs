@@ -340,7 +340,11 @@ pub fn locate_deep_nesting(text: &str) -> Option<usize> {
             b'=' if depth == 0 => key_parts += 0,
             _ => {}
         }
-        let nesting = if header { key_parts } else { table_depth + key_parts + depth };
+        let nesting = if header {
+            key_parts
+        } else {
+            table_depth + key_parts + depth
+        };
         if nesting > MAX_NESTING {
             return Some(i);
         }
@@ -447,17 +451,26 @@ mod tests {
             t("invalid value: integer `-3`, expected u8"),
             "the integer -3 is out of range; expected an integer in 0..=255"
         );
-        assert_eq!(t("invalid type: floating point `NaN`, expected a string"), "found the number nan; expected a string");
+        assert_eq!(
+            t("invalid type: floating point `NaN`, expected a string"),
+            "found the number nan; expected a string"
+        );
         assert_eq!(
             t("invalid type: floating point `-inf`, expected a sequence"),
             "found the number -inf; expected an array"
         );
-        assert_eq!(t("invalid type: map, expected struct LinkSpec"), "found a table; expected a table");
+        assert_eq!(
+            t("invalid type: map, expected struct LinkSpec"),
+            "found a table; expected a table"
+        );
         assert!(t("invalid type: string \"a, expected b\", expected u8").ends_with("expected an integer in 0..=255"));
         assert_eq!(t("unknown field `x`, expected `a`"), "unknown field `x`, expected `a`");
         let tagged = t("invalid type: string \"abc\", expected internally tagged enum TopologySpec");
         assert!(tagged.contains("`kind` = one of `fat_tree`"), "{tagged}");
-        let v = user_terms("invalid value: integer `5`, expected variant index 0 <= i < 4", Some("fabric.routing"));
+        let v = user_terms(
+            "invalid value: integer `5`, expected variant index 0 <= i < 4",
+            Some("fabric.routing"),
+        );
         assert!(v.contains("one of `ecmp`"), "{v}");
         assert!(!v.contains("variant index"), "{v}");
     }

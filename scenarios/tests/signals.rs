@@ -44,7 +44,12 @@ fn run_and_signal(dir: &Path, signal: &str) -> (i32, String) {
     let scenario = dir.join("long.toml");
     std::fs::write(&scenario, LONG_RUN).unwrap();
     let mut child = Command::new(BIN)
-        .args(["run", scenario.to_str().unwrap(), "--out", dir.join("out").to_str().unwrap()])
+        .args([
+            "run",
+            scenario.to_str().unwrap(),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -81,7 +86,11 @@ fn assert_interrupted_results(dir: &Path, code: i32, stdout: &str) {
     assert!(summary.contains("\"outcome\": \"interrupted\""), "{summary}");
     assert!(summary.contains("\"complete\": false"), "{summary}");
     assert!(out.join(".fabricsim-results").is_file());
-    assert_eq!(entries(dir), ["long.toml", "out"], "a partial or old directory was left");
+    assert_eq!(
+        entries(dir),
+        ["long.toml", "out"],
+        "a partial or old directory was left"
+    );
 }
 
 #[test]

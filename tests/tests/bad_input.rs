@@ -416,7 +416,10 @@ fn wrong_types() {
     let text = edit("k = 4", "k = -4");
     invalid("k_negative.toml", &text)
         .within(line_of(&text, "[topology]")..=line_of(&text, "k = -4"), "topology")
-        .says(&["the integer -4 is out of range", "expected an integer in 0..=4294967295"]);
+        .says(&[
+            "the integer -4 is out of range",
+            "expected an integer in 0..=4294967295",
+        ]);
     let text = edit("seed = 1", "seed = \"one\"");
     invalid("seed.toml", &text)
         .at(pos(&text, "seed = ", "\"one\""))
@@ -1308,7 +1311,10 @@ fn scenario_file_that_is_a_device_or_a_fifo_is_refused() {
     if Path::new("/dev/zero").exists() {
         let (code, _, err) = validate(Path::new("/dev/zero"), false, "");
         assert_eq!(code, 2, "{err}");
-        assert_eq!(err.trim_end(), "error: /dev/zero: is a character device, not a regular file");
+        assert_eq!(
+            err.trim_end(),
+            "error: /dev/zero: is a character device, not a regular file"
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("s.toml");

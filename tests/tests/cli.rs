@@ -396,7 +396,11 @@ fn rerun_replaces_an_existing_results_directory() {
     // A results directory (it has the marker) is replaced, stale files and all.
     run_ok(&catalogue("quickstart.toml"), &out_dir, None);
     assert_eq!(entries(&out_dir), RESULT_FILES, "stale files survived the rerun");
-    assert_eq!(entries(dir.path()), ["r"], "a partial or old directory was left beside it");
+    assert_eq!(
+        entries(dir.path()),
+        ["r"],
+        "a partial or old directory was left beside it"
+    );
 }
 
 /// Issue 14: `--out DIR` deleted DIR when it merely held a file named `summary.json`.
@@ -415,7 +419,10 @@ fn a_directory_without_the_marker_is_never_replaced() {
     assert!(o.stderr.contains("no .fabricsim-results file"), "{o:?}");
     assert!(o.stderr.contains("give a new directory"), "{o:?}");
     assert_eq!(entries(&project), ["src", "summary.json"]);
-    assert_eq!(std::fs::read_to_string(project.join("src/main.rs")).unwrap(), "fn main() {}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("src/main.rs")).unwrap(),
+        "fn main() {}"
+    );
     assert_eq!(entries(dir.path()), ["project"], "something was left behind");
     // The directory of the scenario file (or a parent of it) is refused even with the marker.
     let sc_dir = dir.path().join("study");

@@ -259,7 +259,11 @@ fn mutate_text(rng: &mut Rng, text: &str) -> String {
             let key = out[j].split(" = ").next().unwrap().to_string();
             out[j] = format!(
                 "{key} = {}",
-                rng.pick(&["99999999999999999999999", "-99999999999999999999999", "18446744073709551616"])
+                rng.pick(&[
+                    "99999999999999999999999",
+                    "-99999999999999999999999",
+                    "18446744073709551616"
+                ])
             );
         }
         // Deep nesting of arrays or inline tables as a value.
@@ -364,7 +368,11 @@ fn judge(file: &str, input: &str, code: i32, stdout: &str, stderr: &str) -> Resu
         return Err(format!("the message says {w:?}"));
     }
     for w in message.split(|c: char| !c.is_ascii_alphanumeric()) {
-        if ["u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64", "usize", "NaN"].contains(&w) {
+        if [
+            "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f32", "f64", "usize", "NaN",
+        ]
+        .contains(&w)
+        {
             return Err(format!("the message names the Rust type or value {w:?}"));
         }
     }
@@ -408,7 +416,9 @@ fn mutated_scenarios_are_accepted_or_refused_with_a_located_message() {
         std::fs::write(&file, &mutated).unwrap();
         let args = ["fabricsim", "validate", &file_s].map(std::ffi::OsString::from);
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = catch_unwind(AssertUnwindSafe(|| scenarios::cli::run(args, &mut out, &mut err, false)));
+        let code = catch_unwind(AssertUnwindSafe(|| {
+            scenarios::cli::run(args, &mut out, &mut err, false)
+        }));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out).into_owned(),
             String::from_utf8_lossy(&err).into_owned(),
@@ -453,7 +463,16 @@ fn the_judge_rejects_what_it_should() {
     assert!(judge(f, "", 2, "", "error: s.toml: topology.k: expected 2..=64\n").is_err());
     assert!(judge(f, "", 2, "", "error: s.toml:1:2: k: expected u32\n").is_err());
     assert!(judge(f, "", 2, "", "error: s.toml:1:2: k: e.g. \"NaNus\"\n").is_err());
-    assert!(judge(f, "", 2, "", "error: s.toml:1:2: k: expected internally tagged enum X\n").is_err());
+    assert!(
+        judge(
+            f,
+            "",
+            2,
+            "",
+            "error: s.toml:1:2: k: expected internally tagged enum X\n"
+        )
+        .is_err()
+    );
     assert!(judge(f, "", 2, "", &format!("error: s.toml:1:2: k: {}\n", "x".repeat(400))).is_err());
     assert!(judge(f, "", 1, "", "error: s.toml: engine\n").is_err());
     assert!(judge(f, "", 0, "ok\n", "").is_ok());

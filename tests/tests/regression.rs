@@ -456,7 +456,8 @@ fn a_baseline_with_non_finite_metrics_is_refused() {
         assert_eq!(o.code, 2, "{v}: {o:?}");
         assert!(o.stderr.contains(&format!("error: {}: ", base.display())), "{o:?}");
         assert!(
-            o.stderr.contains(&format!("metric \"fct_ns.p99\" is {v}, not a finite number")),
+            o.stderr
+                .contains(&format!("metric \"fct_ns.p99\" is {v}, not a finite number")),
             "{o:?}"
         );
     }

@@ -291,7 +291,10 @@ mod tests {
         for v in ["inf", "-inf", "nan", "+inf"] {
             let text = format!("{head}\"fct_ns.p99\" = {v}\n\"packets.dropped\" = 3\n");
             let e = Baseline::parse("b.toml", &text).unwrap_err().to_string();
-            assert!(e.starts_with("b.toml: not a valid baseline: metric \"fct_ns.p99\" is "), "{e}");
+            assert!(
+                e.starts_with("b.toml: not a valid baseline: metric \"fct_ns.p99\" is "),
+                "{e}"
+            );
             assert!(e.contains("not a finite number"), "{e}");
         }
     }
