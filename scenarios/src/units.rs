@@ -1092,6 +1092,23 @@ mod tests {
         }
     }
 
+    /// Issue 15: a float where a quantity goes suggested `"NaNus"` or `"-infMB"`.
+    #[test]
+    fn non_finite_floats_get_a_real_example() {
+        for (v, shown) in [("nan", "nan"), ("-inf", "-inf"), ("inf", "inf"), ("1e300", "1e300")] {
+            let m = doc_err(&format!("rate = \"1Gbps\"\nsize = 1\ntime = {v}\n"));
+            assert!(
+                m.starts_with(&format!("invalid time {shown}: found a floating-point number")),
+                "{m}"
+            );
+            assert!(m.contains("e.g. \"1.5us\")"), "{m}");
+            assert!(
+                !m.to_lowercase().contains("nanus") && !m.contains("infus") && !m.contains("NaN"),
+                "{m}"
+            );
+        }
+    }
+
     #[test]
     fn serde_toml() {
         let doc: Doc = toml::from_str("rate = \"12.5Gbps\"\nsize = 4096\ntime = \"1.5us\"\n").unwrap();
