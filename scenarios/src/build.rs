@@ -217,6 +217,9 @@ impl Loaded {
             }
         }
         let engine = self.build_engine()?;
+        if let Some(roce) = &engine.roce {
+            self.check_roce_buffers(&topology, roce, &engine)?;
+        }
         let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
         if end > MAX_END_TIME || end == Duration::ZERO {
@@ -840,7 +843,10 @@ impl Loaded {
             }
             if let Some(p) = e.pmax {
                 if !(0.0..=1.0).contains(&p) {
-                    return Err(self.err(&at("ecn.pmax"), format!("expected 0..=1, got {p}")));
+                    return Err(self.err(
+                        &at("ecn.pmax"),
+                        format!("expected 0..=1, got {}", crate::wording::float_text(p)),
+                    ));
                 }
                 r.pmax_ppm = (p * 1e6).round() as u32;
             }
@@ -887,6 +893,70 @@ impl Loaded {
             }
         }
         Ok(c)
+    }
+
+    /// Refuses, at the key that sets it, a RoCEv2 switch buffer too small for its reserve and
+    /// headroom: the check the engine makes when it builds each switch's MMU, with the same
+    /// headroom bound ([`fabrics::engine::headroom_bound_bytes`] of the switch's worst port).
+    fn check_roce_buffers(&self, topo: &Topology, c: &RoceConfig, engine: &EngineConfig) -> Result<(), ScenarioError> {
+        let max_wire = engine.mtu_bytes + engine.header_bytes;
+        for n in topo.graph.node_indices() {
+            let ports = topo.ports(n);
+            if topo.is_host(n) || ports.is_empty() {
+                continue;
+            }
+            let bound = ports
+                .iter()
+                .map(|&(e, _)| {
+                    let l = &topo.graph[e];
+                    fabrics::engine::headroom_bound_bytes(l.rate, l.delay, engine.switch_latency, max_wire)
+                })
+                .max()
+                .unwrap_or(0);
+            let headroom = if c.lossless_mask == 0 {
+                0
+            } else {
+                c.headroom_bytes.unwrap_or(bound)
+            };
+            let sb = fabrics::models::SharedBufferConfig {
+                total_bytes: c
+                    .buffer_bytes
+                    .unwrap_or(DEFAULT_PORT_BUFFER_BYTES.saturating_mul(ports.len() as u64)),
+                reserve_bytes: c.reserve_bytes,
+                headroom_bytes: headroom,
+                resume_offset_bytes: c.resume_offset_bytes,
+                lossless_mask: c.lossless_mask,
+                lossy_mask: c.lossy_mask,
+                port_alpha_shift: vec![c.alpha_shift; ports.len()],
+            };
+            if sb.check().is_ok() {
+                continue;
+            }
+            let roce = self.scenario.fabric.roce.as_ref();
+            let given = |f: fn(&RoceSpec) -> bool| roce.is_some_and(f);
+            let field = if given(|r| r.buffer.is_some()) {
+                "fabric.roce.buffer"
+            } else if given(|r| r.headroom.is_some()) {
+                "fabric.roce.headroom"
+            } else if given(|r| r.reserve.is_some()) {
+                "fabric.roce.reserve"
+            } else {
+                "fabric.roce"
+            };
+            let (reserve, head) = (sb.total_reserve_bytes(), sb.total_headroom_bytes());
+            return Err(self.err(
+                field,
+                format!(
+                    "switch {} ({} ports) needs a buffer of at least {} B: reserve {reserve} B + headroom {head} B \
+                     (per port and priority; the headroom bound of its links is {bound} B); the buffer is {} B",
+                    topo.graph[n].name,
+                    ports.len(),
+                    reserve.saturating_add(head),
+                    sb.total_bytes
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// `kind = "nvlink"` / `"pcie"`: the link layer fixes the packet format and credits.
@@ -954,7 +1024,10 @@ impl Loaded {
             if !x.is_finite() || pct < *range.start() as f64 || pct > *range.end() as f64 {
                 return Err(self.err(
                     "fabric.crossbar.speedup",
-                    format!("expected 1.0..=10.0 (a multiple of the input link rate), got {x}"),
+                    format!(
+                        "expected 1.0..=10.0 (a multiple of the input link rate), got {}",
+                        crate::wording::float_text(x)
+                    ),
                 ));
             }
             c.speedup_percent = Some(pct as u32);
@@ -1249,7 +1322,7 @@ impl Loaded {
                     if !(*load > 0.0 && *load <= 1.0) {
                         return Err(self.err(
                             &format!("{field}.load"),
-                            format!("expected a load in (0, 1], got {load}"),
+                            format!("expected a load in (0, 1], got {}", crate::wording::float_text(*load)),
                         ));
                     }
                     let cdf_field = format!("{field}.cdf");
@@ -1539,18 +1612,15 @@ impl Loaded {
 
     fn read_cdf(&self, field: &str, rel: &str) -> Result<FlowSizeCdf, ScenarioError> {
         let path = self.dir.join(rel);
-        let meta = std::fs::metadata(&path)
-            .map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
-        if meta.len() > MAX_CDF_BYTES {
-            return Err(self.err(
-                field,
-                format!("CDF file {} is larger than {MAX_CDF_BYTES} bytes", path.display()),
-            ));
-        }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", path.display())))?;
-        FlowSizeCdf::parse(&text).map_err(|e| self.err(field, format!("{}: {e}", path.display())))
+        let text = crate::files::read_text_limited(&path, MAX_CDF_BYTES)
+            .map_err(|e| self.err(field, format!("cannot read CDF file {}: {e}", shown_path(&path))))?;
+        FlowSizeCdf::parse(&text).map_err(|e| self.err(field, format!("{}: {e}", shown_path(&path))))
     }
+}
+
+/// A user-given path for a message: at most [`MAX_QUOTED_CHARS`] characters.
+fn shown_path(p: &Path) -> String {
+    crate::diag::short_quote(&p.display().to_string())
 }
 
 fn nvlink_gen(g: NvlinkGenSpec) -> NvLinkGen {

@@ -2,7 +2,9 @@
 //! what the binary runs (arguments in, exit code and output text out).
 //!
 //! Exit status: 0 on success, 2 when the scenario is invalid (the error names file, line,
-//! column and field), 1 for any other failure (e.g. the results directory cannot be written).
+//! column and field) or `--out` names a directory fabricsim may not replace, 130 when
+//! interrupted by SIGINT/SIGTERM, 1 for any other failure (e.g. the results directory cannot
+//! be written).
 //! `check` exits 1 when a metric moved beyond its tolerance, and 2 when a scenario, baseline or
 //! results directory is bad (`docs/regression.md`).
 
@@ -145,17 +147,20 @@ pub fn main() -> std::process::ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    // Ctrl-C and SIGTERM end a simulation as a budget does and never leave half-written
+    // results (scenarios/src/interrupt.rs).
+    if let Err(e) = crate::interrupt::install() {
+        tracing::warn!("cannot handle SIGINT/SIGTERM: {e}");
+    }
     let fancy = std::io::stderr().is_terminal();
     let code = run(args, &mut std::io::stdout(), &mut std::io::stderr(), fancy);
     std::process::ExitCode::from(code as u8)
 }
 
-/// Exit status for an error: 2 for an invalid scenario, 1 otherwise.
+/// Exit status for an error: 2 for an invalid scenario or `--out`, 130 when interrupted, 1
+/// otherwise.
 pub fn exit_code(e: &RunError) -> i32 {
-    match e {
-        RunError::Scenario(_) => 2,
-        _ => 1,
-    }
+    e.exit_code()
 }
 
 /// Runs the command line `args` (program name first), writing to `out` and `err`;
@@ -201,6 +206,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                 out_dir,
                 seed,
                 progress: !quiet,
+                ..RunOptions::default()
             };
             match runner::run_file(&file, &opts) {
                 Ok(r) => {
@@ -212,7 +218,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                         let _ = write!(out, "{}", crate::training_report::table(t));
                     }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
-                    0
+                    if r.summary.run.outcome == crate::report::OUTCOME_INTERRUPTED {
+                        crate::interrupt::EXIT_INTERRUPTED
+                    } else {
+                        0
+                    }
                 }
                 Err(e) => fail(e, err),
             }

@@ -11,7 +11,6 @@
 //! and, through [`miette::Diagnostic`], it carries the source text and span so that the CLI
 //! can render the offending line with a label under it.
 
-use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 
@@ -55,7 +54,7 @@ impl ScenarioError {
                 file: file.to_owned(),
                 position: span.as_ref().map(|r| line_col(text, r.start)),
                 field,
-                message,
+                message: crate::wording::clip_quoted(&message),
             }),
             source_code: NamedSource::new(file, text.to_owned()),
             span: span.map(SourceSpan::from),
@@ -112,6 +111,18 @@ impl ScenarioError {
         out.push_str(&d.message);
         out
     }
+}
+
+/// Longest piece of a user's value quoted in a message, in characters.
+pub const MAX_QUOTED_CHARS: usize = 60;
+
+/// `s` cut to [`MAX_QUOTED_CHARS`] characters, with `...` when something was cut.
+pub fn short_quote(s: &str) -> String {
+    let mut out: String = s.chars().take(MAX_QUOTED_CHARS).collect();
+    if out.len() < s.len() {
+        out.push_str("...");
+    }
+    out
 }
 
 /// Clamps `r` to `text`, on character boundaries, with `start <= end`.
@@ -197,18 +208,30 @@ fn field_path(path: &serde_path_to_error::Path) -> String {
 /// with the position of the offending value and its field path (`flows[1].size`).
 pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, ScenarioError> {
     let de = toml::de::Deserializer::parse(text).map_err(|e| {
-        ScenarioError::at(
-            file,
-            text,
-            e.span(),
-            None,
-            format!("TOML syntax error: {}", one_line(e.message())),
-        )
+        let message = one_line(e.message());
+        // The parser reports its recursion limit without a position: find the deep part.
+        let span = e.span().or_else(|| {
+            message
+                .contains("recursion")
+                .then(|| crate::wording::locate_deep_nesting(text).unwrap_or(0))
+                .map(|at| at..at + 1)
+        });
+        let message = if message.contains("recursion") {
+            format!(
+                "tables, arrays or dotted keys nested too deeply (more than {} levels)",
+                crate::wording::MAX_NESTING
+            )
+        } else {
+            format!("TOML syntax error: {message}")
+        };
+        let field = span.as_ref().map(|s| crate::wording::syntax_field(text, s.start));
+        ScenarioError::at(file, text, span, field, message)
     })?;
     serde_path_to_error::deserialize(de).map_err(|e| {
         let field = field_path(e.path());
         let inner = e.into_inner();
-        ScenarioError::at(file, text, inner.span(), Some(field), one_line(inner.message()))
+        let message = crate::wording::user_terms(&one_line(inner.message()), Some(&field));
+        ScenarioError::at(file, text, inner.span(), Some(field), message)
     })
 }
 
@@ -228,35 +251,19 @@ pub fn semantic_error(
     ScenarioError::at(file, text, span, field, one_line(&message.into()))
 }
 
-/// Reads a scenario file as UTF-8 text, refusing directories, files over
-/// [`MAX_SCENARIO_BYTES`] and invalid UTF-8 (reported at its line and column).
+/// Reads a scenario file as UTF-8 text, refusing directories, devices and FIFOs (before
+/// opening them), files over [`MAX_SCENARIO_BYTES`] and invalid UTF-8 (reported at its line
+/// and column).
 pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {
+    use crate::files::FileError;
     let file = path.display().to_string();
-    let fail = |message: String| ScenarioError::file_level(&file, message);
-    let meta = std::fs::metadata(path).map_err(|e| fail(io_message(&e)))?;
-    if meta.is_dir() {
-        return Err(fail("is a directory, not a scenario file".to_owned()));
-    }
-    let too_large = |size: u64| {
-        fail(format!(
-            "file is too large ({size} bytes; the limit is {MAX_SCENARIO_BYTES} bytes)"
-        ))
-    };
-    if meta.len() > MAX_SCENARIO_BYTES {
-        return Err(too_large(meta.len()));
-    }
-    let handle = std::fs::File::open(path).map_err(|e| fail(io_message(&e)))?;
-    // Read at most one byte over the limit: the file may have grown, or be a device or pipe.
-    let mut bytes = Vec::new();
-    handle
-        .take(MAX_SCENARIO_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(io_message(&e)))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(fail(format!(
-            "file is too large (more than the limit of {MAX_SCENARIO_BYTES} bytes)"
-        )));
-    }
+    let bytes = crate::files::read_limited(path, MAX_SCENARIO_BYTES).map_err(|e| {
+        let message = match e {
+            FileError::Directory => "is a directory, not a scenario file".to_owned(),
+            e => e.to_string(),
+        };
+        ScenarioError::file_level(&file, message)
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
@@ -269,14 +276,6 @@ pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {
             format!("file is not valid UTF-8 (invalid byte at offset {at})"),
         )
     })
-}
-
-fn io_message(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "file not found".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => format!("cannot read file: {e}"),
-    }
 }
 
 #[cfg(test)]
@@ -361,10 +360,11 @@ size = "1.5MB"
         let text = GOOD.replace("latency = \"500ns\"", "latency \"500ns\"");
         let e = parse_err(&text);
         assert_eq!(e.line(), Some(8));
-        assert_eq!(e.field(), None);
+        // The field of a syntax error is the table (and key) being written on that line.
+        assert_eq!(e.field(), Some("fabric.link"));
         assert_eq!(
             e.to_string(),
-            "s.toml:8:9: TOML syntax error: key with no value, expected `=`"
+            "s.toml:8:9: fabric.link: TOML syntax error: key with no value, expected `=`"
         );
         assert!(!e.to_string().contains('\n'));
     }
@@ -401,13 +401,45 @@ size = "1.5MB"
         let e = parse_err(&GOOD.replace("switches = 4", "switches = \"four\""));
         assert_eq!(
             e.to_string(),
-            "s.toml:4:12: fabric.switches: invalid type: string \"four\", expected u32"
+            "s.toml:4:12: fabric.switches: found the string \"four\"; expected an integer in 0..=4294967295"
         );
         let e = parse_err(&GOOD.replace("dst = 99", "dst = -3"));
         assert_eq!(
             e.to_string(),
-            "s.toml:17:7: flows[1].dst: invalid value: integer `-3`, expected u32"
+            "s.toml:17:7: flows[1].dst: the integer -3 is out of range; expected an integer in 0..=4294967295"
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_located() {
+        let deep = format!("name = \"x\"\n[{}]\nx = 1\n", vec!["a"; 100].join("."));
+        let e = parse_err(&deep);
+        assert_eq!((e.line(), e.column()), (Some(2), Some(129)), "{e}");
+        assert!(
+            e.field().is_some_and(|f| f.starts_with("a.a.a") && f.len() <= 80),
+            "{e}"
+        );
+        assert!(e.message().contains("nested too deeply"), "{e}");
+    }
+
+    #[test]
+    fn long_values_are_quoted_short_and_big_integers_in_user_terms() {
+        let long = "x".repeat(5000);
+        let e = parse_err(&GOOD.replace("switches = 4", &format!("switches = \"{long}\"")));
+        assert!(e.to_string().len() < 200, "{e}");
+        assert!(
+            e.message()
+                .contains(&format!("\"{}...\"", "x".repeat(MAX_QUOTED_CHARS))),
+            "{e}"
+        );
+        let e = parse_err(&GOOD.replace("switches = 4", "switches = 99999999999999999999999"));
+        assert!(!e.to_string().contains("i128"), "{e}");
+        assert!(
+            e.message()
+                .starts_with("the integer 99999999999999999999999 is out of range"),
+            "{e}"
+        );
+        assert_eq!(e.field(), Some("fabric.switches"));
     }
 
     #[test]

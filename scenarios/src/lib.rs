@@ -3,9 +3,13 @@
 //! - [`schema`]: the typed TOML format (every table refuses unknown keys).
 //! - [`units`]: human units (`"100Gbps"`, `"4KiB"`, `"1.5us"`), parsed exactly.
 //! - [`diag`]: errors that point at file:line:column and the field.
+//! - [`files`]: reading user-named files: regular files only, within a size limit.
+//! - [`wording`]: serde's and the TOML parser's messages in the user's terms.
 //! - [`locate`]: finds a field's position for errors found after parsing.
 //! - [`build`]: scenario -> topology, routes, engine configuration, flows, limits.
 //! - [`runner`]: runs a scenario and writes its results directory atomically.
+//! - [`results_dir`]: the results directory's marker and the swap of old and new results.
+//! - [`interrupt`]: SIGINT/SIGTERM counted, polled by the run loop and the results writer.
 //! - [`cli`]: the `fabricsim` command line as a function (the binary is a thin wrapper).
 //! - [`report`]: `summary.json`, CSVs, histogram logs and the terminal table.
 //! - [`regression`]: baselines, `fabricsim check` and `fabricsim bless`.
@@ -19,13 +23,17 @@ pub mod build;
 pub mod cli;
 pub mod collective_report;
 pub mod diag;
+pub mod files;
 pub mod ib_report;
+pub mod interrupt;
 pub mod locate;
 pub mod regression;
 pub mod report;
+pub mod results_dir;
 pub mod roce_report;
 pub mod runner;
 pub mod schema;
 pub mod sweep;
 pub mod training_report;
 pub mod units;
+pub mod wording;

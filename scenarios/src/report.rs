@@ -12,6 +12,18 @@ use std::fmt::Write as _;
 /// Version tag of `summary.json`; bump it when the schema changes (see `docs/results.md`).
 pub const SUMMARY_SCHEMA: &str = "fabricsim.summary/1";
 
+/// `run.outcome` of a run ended by a signal (Ctrl-C, SIGTERM): `sim_core`'s `stopped`, the
+/// only stop the CLI's progress callback asks for.
+pub const OUTCOME_INTERRUPTED: &str = "interrupted";
+
+/// `run.outcome` for `o`.
+pub fn outcome_name(o: sim_core::RunOutcome) -> &'static str {
+    match o {
+        sim_core::RunOutcome::Stopped => OUTCOME_INTERRUPTED,
+        o => o.as_str(),
+    }
+}
+
 /// `summary.json`. Field order is the order written. Times are in nanoseconds (decimal).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Summary {
@@ -383,7 +395,7 @@ pub fn summarize(
             links: topo.n_links(),
         },
         run: RunInfo {
-            outcome: report.outcome.as_str(),
+            outcome: outcome_name(report.outcome),
             complete: report.outcome.is_complete(),
             sim_time_ns: ps_to_ns(end.ps()),
             events: report.events,
@@ -567,10 +579,10 @@ pub fn terminal_table(s: &Summary) -> String {
         f(Some(s.run.sim_time_ns)),
         s.run.events,
         s.run.link_hops,
-        if s.run.complete {
-            ""
-        } else {
-            "  (PARTIAL: a budget ran out)"
+        match (s.run.complete, s.run.outcome) {
+            (true, _) => "",
+            (false, OUTCOME_INTERRUPTED) => "  (PARTIAL: interrupted)",
+            (false, _) => "  (PARTIAL: a budget ran out)",
         }
     );
     let _ = writeln!(o);

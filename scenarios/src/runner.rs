@@ -1,11 +1,14 @@
 //! Runs a scenario end to end: load, build, simulate, write the results directory.
 //!
-//! Results are written into a temporary sibling directory and renamed into place only when
-//! every file is complete, so an error never leaves a half-written results directory.
+//! Results are written into a temporary sibling directory and swapped into place by renames
+//! only when every file is complete (`results_dir`), so an error, a signal or a kill never
+//! leaves a half-written results directory, and only a directory fabricsim wrote is replaced.
 
 use crate::build::{Built, Loaded, load};
 use crate::diag::ScenarioError;
+use crate::interrupt::Interrupt;
 use crate::report::{self, ScenarioInfo, Summary};
+use crate::results_dir::{OutError, Target};
 use fabrics::engine::{EngineError, Fabric};
 use sha2::{Digest, Sha256};
 use sim_core::{Progress, RunReport, WheelQueue};
@@ -22,6 +25,23 @@ pub enum RunError {
     Engine { file: String, message: String },
     #[error("cannot write results to {path}: {message}")]
     Output { path: String, message: String },
+    /// `--out` names a directory fabricsim must not replace (exit 2).
+    #[error("refusing --out {path}: {message}")]
+    OutDir { path: String, message: String },
+    /// A signal (Ctrl-C, SIGTERM) stopped the command before results were written (exit 130).
+    #[error("interrupted{}", if .0.is_empty() { String::new() } else { format!(": {}", .0) })]
+    Interrupted(String),
+}
+
+impl RunError {
+    /// Exit status: 2 for an invalid scenario or `--out`, 130 when interrupted, else 1.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Scenario(_) | RunError::OutDir { .. } => 2,
+            RunError::Interrupted(_) => crate::interrupt::EXIT_INTERRUPTED,
+            RunError::Engine { .. } | RunError::Output { .. } => 1,
+        }
+    }
 }
 
 /// How to run.
@@ -33,6 +53,9 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Print progress lines to stderr on long runs.
     pub progress: bool,
+    /// Where interruptions come from (default: SIGINT/SIGTERM of the process, counted once the
+    /// binary called `interrupt::install`).
+    pub interrupt: Interrupt,
 }
 
 /// What a finished run returns.
@@ -56,23 +79,29 @@ pub fn validate_loaded(loaded: Loaded) -> Result<(Loaded, Built), RunError> {
     Ok((loaded, built))
 }
 
-/// Refuses, as a scenario error, flows that no route connects (custom topologies).
+/// Refuses, as a scenario error, what the engine refuses when it is built from the scenario.
 fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
-    let probe = Fabric::with_deps(
+    Fabric::with_deps(
         &built.topology,
         built.routes.clone(),
         built.engine.clone(),
         built.flows.clone(),
         &built.deps,
-    );
-    match probe {
-        Err(e @ EngineError::Unroutable { .. }) => Err(loaded.err("topology", e.to_string()).into()),
-        Err(e) => Err(RunError::Engine {
-            file: loaded.file.clone(),
-            message: e.to_string(),
-        }),
-        Ok(_) => Ok(()),
-    }
+    )
+    .map(|_| ())
+    .map_err(|e| engine_error(loaded, e))
+}
+
+/// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is
+/// about: the topology for unconnected hosts and an oversized fabric, `[fabric]` for a
+/// configuration out of range (the loader refuses the known cases at their key first).
+fn engine_error(loaded: &Loaded, e: EngineError) -> RunError {
+    let field = match e {
+        EngineError::BadConfig(_) => "fabric",
+        EngineError::UnknownHost { .. } => "workload",
+        EngineError::Unroutable { .. } | EngineError::TooLarge(_) => "topology",
+    };
+    RunError::Scenario(loaded.err(field, e.to_string()))
 }
 
 /// Runs the scenario at `path` and writes its results directory.
@@ -96,6 +125,14 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         .out_dir
         .clone()
         .unwrap_or_else(|| Path::new("results").join(sanitize(&sc.name)));
+    // Refuse a directory fabricsim may not replace before spending the run on it.
+    let target = Target::new(&out_dir, path).map_err(|e| out_error(&out_dir, e))?;
+    let interrupt = &opts.interrupt;
+    if interrupt.count() > 0 {
+        return Err(RunError::Interrupted(
+            "before the simulation started; nothing was written".into(),
+        ));
+    }
 
     let Built {
         topology,
@@ -108,18 +145,17 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
-    let mut fabric = Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| match e {
-        EngineError::Unroutable { .. } => RunError::Scenario(loaded.err("topology", e.to_string())),
-        e => RunError::Engine {
-            file: loaded.file.clone(),
-            message: e.to_string(),
-        },
-    })?;
+    let mut fabric =
+        Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| engine_error(&loaded, e))?;
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
     let mut last_print = std::time::Duration::ZERO;
     let show = opts.progress;
     let report = sim_core::run(&mut fabric, &mut sched, &limits, |p: &Progress| {
+        // A signal ends the run as a budget does (outcome `interrupted`, results written).
+        if interrupt.count() > 0 {
+            return ControlFlow::Break(());
+        }
         if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
             last_print = p.wall_elapsed;
             eprintln!(
@@ -132,6 +168,8 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         }
         ControlFlow::Continue(())
     });
+    // Signals so far belong to the simulation; one more while writing stops the writing.
+    let seen = interrupt.count();
     let groups = report::group_names(&loaded.scenario);
     let mut summary = report::summarize(&fabric, &topology, meta, &report, n_hotspots, &groups);
     let names: Vec<String> = groups.iter().map(|(name, _)| name.clone()).collect();
@@ -212,10 +250,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         "link_hops_per_second": fabric.totals().link_hops as f64 / report.wall_elapsed.as_secs_f64().max(1e-9),
     });
     files.push(("timing.json", serde_json::to_vec_pretty(&timing).unwrap_or_default()));
-    write_dir_atomically(&out_dir, &files).map_err(|e| RunError::Output {
-        path: out_dir.display().to_string(),
-        message: e.to_string(),
-    })?;
+    target
+        .write(&files, interrupt, seen)
+        .map_err(|e| out_error(&out_dir, e))?;
     Ok(RunOutput {
         summary,
         out_dir,
@@ -245,38 +282,14 @@ pub(crate) fn sanitize(name: &str) -> String {
     if s.is_empty() { "unnamed".into() } else { s }
 }
 
-/// Writes `files` into a fresh temporary sibling of `dir`, then swaps it into place.
-fn write_dir_atomically(dir: &Path, files: &[(&str, Vec<u8>)]) -> std::io::Result<()> {
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "results".into());
-    let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)?;
-    let write_all = || -> std::io::Result<()> {
-        for (f, bytes) in files {
-            std::fs::write(tmp.join(f), bytes)?;
-        }
-        if dir.exists() {
-            // Replace only a previous fabricsim results directory, never anything else.
-            if !dir.join("summary.json").is_file() {
-                return Err(std::io::Error::other(
-                    "the directory exists and is not a fabricsim results directory (no summary.json); choose another --out",
-                ));
-            }
-            std::fs::remove_dir_all(dir)?;
-        }
-        std::fs::rename(&tmp, dir)
-    };
-    let r = write_all();
-    if r.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
+/// A results-directory problem as a [`RunError`].
+fn out_error(dir: &Path, e: OutError) -> RunError {
+    let path = dir.display().to_string();
+    match e {
+        OutError::Refused(message) => RunError::OutDir { path, message },
+        OutError::Io(message) => RunError::Output { path, message },
+        OutError::Interrupted => RunError::Interrupted(format!(
+            "while writing {path}; nothing was replaced (the previous results, if any, are unchanged)"
+        )),
     }
-    r
 }

@@ -802,3 +802,84 @@ impl Default for OutputSpec {
         }
     }
 }
+
+/// The accepted names of enum `T`, as serde lists them (`` one of `a`, `b`, `c` ``): read from
+/// the error for a name that no enum has, so the list never drifts from the types.
+fn names_of<T: serde::de::DeserializeOwned>(tagged: bool) -> String {
+    #[derive(Deserialize)]
+    struct Probe<T> {
+        #[allow(dead_code, reason = "only the error matters")]
+        v: T,
+    }
+    let message = if tagged {
+        toml::from_str::<T>("kind = \"\\u0001\"")
+            .err()
+            .map(|e| e.message().to_owned())
+    } else {
+        toml::from_str::<Probe<T>>("v = \"\\u0001\"")
+            .err()
+            .map(|e| e.message().to_owned())
+    };
+    let message = message.unwrap_or_default();
+    let list = message.split_once("expected ").map_or("", |(_, l)| l.trim());
+    list.strip_prefix("one of ").unwrap_or(list).to_owned()
+}
+
+/// The `kind` names of the internally tagged enum named `rust_name` (for error messages).
+pub fn kind_names(rust_name: &str) -> Option<String> {
+    Some(match rust_name {
+        "TopologySpec" => names_of::<TopologySpec>(true),
+        "WorkloadSpec" => names_of::<WorkloadSpec>(true),
+        "BufferSpec" => names_of::<BufferSpec>(true),
+        "RoceCcSpec" => names_of::<RoceCcSpec>(true),
+        _ => return None,
+    })
+}
+
+/// The accepted names of the enum-valued key or `kind`-selected table at `field` (a path such
+/// as `fabric.routing` or `workload[2]`), for error messages.
+pub fn names_at(field: &str) -> Option<String> {
+    let mut path = String::with_capacity(field.len());
+    let mut in_index = false;
+    for c in field.chars() {
+        match c {
+            '[' => in_index = true,
+            ']' => in_index = false,
+            c if !in_index => path.push(c),
+            _ => {}
+        }
+    }
+    let path = path.strip_suffix(".kind").unwrap_or(&path);
+    Some(match path {
+        "topology" => names_of::<TopologySpec>(true),
+        "workload" => names_of::<WorkloadSpec>(true),
+        "fabric.buffer" => names_of::<BufferSpec>(true),
+        "fabric.roce.cc" => names_of::<RoceCcSpec>(true),
+        "fabric.routing" => names_of::<RoutingSpec>(false),
+        "fabric.crossbar.striping" => names_of::<StripingSpec>(false),
+        "fabric.roce.ecn.preset" => names_of::<EcnPreset>(false),
+        "fabric.roce.ecn.point" => names_of::<MarkPointSpec>(false),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enum_names_come_from_the_types() {
+        assert_eq!(
+            names_at("fabric.routing").unwrap(),
+            "`ecmp`, `dmodk`, `adaptive`, `updown`"
+        );
+        assert!(
+            kind_names("TopologySpec")
+                .unwrap()
+                .starts_with("`fat_tree`, `leaf_spine`")
+        );
+        assert_eq!(kind_names("BufferSpec").unwrap(), "`per_port_tail_drop`");
+        assert!(names_at("workload[3].kind").unwrap().contains("`poisson`"));
+        assert_eq!(names_at("fabric.mtu"), None);
+    }
+}

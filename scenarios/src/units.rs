@@ -61,6 +61,24 @@ impl Quantity {
         }
     }
 
+    /// The unit suggested after a bare number, e.g. `1.5` -> `"1.5us"`.
+    fn example_unit(self) -> &'static str {
+        match self {
+            Quantity::Rate => "Gbps",
+            Quantity::Size => "MB",
+            Quantity::Time => "us",
+        }
+    }
+
+    /// A value of this quantity written correctly.
+    fn example(self) -> &'static str {
+        match self {
+            Quantity::Rate => "\"100Gbps\"",
+            Quantity::Size => "\"4KiB\"",
+            Quantity::Time => "\"1.5us\"",
+        }
+    }
+
     fn base_unit(self) -> &'static str {
         match self {
             Quantity::Rate => "bits per second",
@@ -649,16 +667,18 @@ impl<'de, T: FromStr<Err = UnitError>> Visitor<'de> for UnitVisitor<T> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        let shown = crate::wording::float_text(v);
+        // Suggest the number with a unit only when it reads as one (never "nanus" or "-infMB").
+        let example = if v.is_finite() && !shown.contains('e') {
+            format!("\"{shown}{}\"", self.quantity.example_unit())
+        } else {
+            self.quantity.example().to_owned()
+        };
         Err(E::custom(UnitError::number(
             self.quantity,
-            v,
+            &shown,
             UnitErrorKind::WrongType(format!(
-                "a floating-point number (write it as a string with a unit, e.g. \"{v}{}\")",
-                match self.quantity {
-                    Quantity::Rate => "Gbps",
-                    Quantity::Size => "MB",
-                    Quantity::Time => "us",
-                }
+                "a floating-point number (write it as a string with a unit, e.g. {example})"
             )),
         )))
     }
@@ -1069,6 +1089,23 @@ mod tests {
         match toml::from_str::<Doc>(text) {
             Ok(d) => panic!("should fail: {d:?}"),
             Err(e) => e.message().to_owned(),
+        }
+    }
+
+    /// Issue 15: a float where a quantity goes suggested `"NaNus"` or `"-infMB"`.
+    #[test]
+    fn non_finite_floats_get_a_real_example() {
+        for (v, shown) in [("nan", "nan"), ("-inf", "-inf"), ("inf", "inf"), ("1e300", "1e300")] {
+            let m = doc_err(&format!("rate = \"1Gbps\"\nsize = 1\ntime = {v}\n"));
+            assert!(
+                m.starts_with(&format!("invalid time {shown}: found a floating-point number")),
+                "{m}"
+            );
+            assert!(m.contains("e.g. \"1.5us\")"), "{m}");
+            assert!(
+                !m.to_lowercase().contains("nanus") && !m.contains("infus") && !m.contains("NaN"),
+                "{m}"
+            );
         }
     }
 

@@ -41,7 +41,8 @@ fn entries(dir: &Path) -> Vec<String> {
     v
 }
 
-const RESULT_FILES: [&str; 9] = [
+const RESULT_FILES: [&str; 10] = [
+    ".fabricsim-results",
     "fct.hlog",
     "fct_percentiles.csv",
     "flows.csv",
@@ -343,15 +344,15 @@ fn out_dir_under_a_regular_file_fails_and_leaves_nothing() {
 
 #[test]
 fn out_dir_that_is_a_regular_file_fails_and_leaves_nothing() {
-    // Here the temporary `.name.partial-*` directory is created and filled before the swap
-    // fails: it must be removed, and the file in the way must be left alone.
+    // Refused before the run (exit 2, as a usage error): the file in the way is left alone.
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("occupied");
     std::fs::write(&out_dir, "keep me").unwrap();
     let o = fabricsim(&["run", s(&catalogue("quickstart.toml")), "--out", s(&out_dir), "--quiet"]);
-    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(o.code, 2, "{o:?}");
     assert!(o.stdout.is_empty(), "{o:?}");
-    assert!(o.stderr.starts_with("error: cannot write results to "), "{o:?}");
+    assert!(o.stderr.starts_with("error: refusing --out "), "{o:?}");
+    assert!(o.stderr.contains("exists and is not a directory"), "{o:?}");
     assert_eq!(entries(dir.path()), ["occupied"], "something was left behind");
     assert_eq!(std::fs::read_to_string(&out_dir).unwrap(), "keep me");
 }
@@ -390,18 +391,50 @@ fn invalid_scenario_with_out_writes_nothing() {
 fn rerun_replaces_an_existing_results_directory() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("r");
-    std::fs::create_dir(&out_dir).unwrap();
+    run_ok(&catalogue("quickstart.toml"), &out_dir, None);
     std::fs::write(out_dir.join("stale.txt"), "from an older run").unwrap();
-    // A directory that is not a results directory is never deleted: the run refuses it.
-    let o = fabricsim(&["run", s(&catalogue("quickstart.toml")), "--out", s(&out_dir), "--quiet"]);
-    assert_eq!(o.code, 1, "{o:?}");
-    assert!(o.stderr.contains("not a fabricsim results directory"), "{o:?}");
-    assert!(out_dir.join("stale.txt").is_file());
-    // A previous results directory is replaced, stale files and all.
-    std::fs::write(out_dir.join("summary.json"), "{}").unwrap();
+    // A results directory (it has the marker) is replaced, stale files and all.
     run_ok(&catalogue("quickstart.toml"), &out_dir, None);
     assert_eq!(entries(&out_dir), RESULT_FILES, "stale files survived the rerun");
-    assert_eq!(entries(dir.path()), ["r"]);
+    assert_eq!(
+        entries(dir.path()),
+        ["r"],
+        "a partial or old directory was left beside it"
+    );
+}
+
+/// Issue 14: `--out DIR` deleted DIR when it merely held a file named `summary.json`.
+#[test]
+fn a_directory_without_the_marker_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/main.rs"), "fn main() {}").unwrap();
+    std::fs::write(project.join("summary.json"), "{}").unwrap();
+    let o = fabricsim(&["run", s(&catalogue("quickstart.toml")), "--out", s(&project), "--quiet"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+    assert!(o.stderr.contains("not a fabricsim results directory"), "{o:?}");
+    assert!(o.stderr.contains("no .fabricsim-results file"), "{o:?}");
+    assert!(o.stderr.contains("give a new directory"), "{o:?}");
+    assert_eq!(entries(&project), ["src", "summary.json"]);
+    assert_eq!(
+        std::fs::read_to_string(project.join("src/main.rs")).unwrap(),
+        "fn main() {}"
+    );
+    assert_eq!(entries(dir.path()), ["project"], "something was left behind");
+    // The directory of the scenario file (or a parent of it) is refused even with the marker.
+    let sc_dir = dir.path().join("study");
+    std::fs::create_dir(&sc_dir).unwrap();
+    std::fs::copy(catalogue("quickstart.toml"), sc_dir.join("q.toml")).unwrap();
+    std::fs::write(sc_dir.join(".fabricsim-results"), "fabricsim.summary/1\n").unwrap();
+    for out in [&sc_dir, dir.path()] {
+        let o = fabricsim(&["run", s(&sc_dir.join("q.toml")), "--out", s(out), "--quiet"]);
+        assert_eq!(o.code, 2, "{o:?}");
+        assert!(o.stderr.contains("holds the scenario file"), "{o:?}");
+    }
+    assert_eq!(entries(&sc_dir), [".fabricsim-results", "q.toml"]);
 }
 
 #[test]

@@ -436,6 +436,33 @@ fn missing_corrupt_and_old_format_baselines_are_clear_errors() {
     assert!(message.contains("other.baseline.toml: no baseline file"), "{message}");
 }
 
+/// Issue 14: a baseline whose metrics are `inf` or `-inf` passed `check` for any run ("0
+/// moved"). Such a baseline is refused, naming the file and the metric.
+#[test]
+fn a_baseline_with_non_finite_metrics_is_refused() {
+    let t = Scratch::new();
+    let sc = t.scenario("q", &quickstart_text());
+    let base = t.baseline("q");
+    assert_eq!(fabricsim(&["bless", s(&sc), "--quiet"]).code, 0);
+    let good = std::fs::read_to_string(&base).unwrap();
+    let line = good
+        .lines()
+        .find(|l| l.starts_with("\"fct_ns.p99\" = "))
+        .expect("the baseline has fct_ns.p99")
+        .to_owned();
+    for v in ["inf", "-inf", "nan"] {
+        std::fs::write(&base, good.replace(&line, &format!("\"fct_ns.p99\" = {v}"))).unwrap();
+        let o = fabricsim(&["check", s(&sc), "--quiet"]);
+        assert_eq!(o.code, 2, "{v}: {o:?}");
+        assert!(o.stderr.contains(&format!("error: {}: ", base.display())), "{o:?}");
+        assert!(
+            o.stderr
+                .contains(&format!("metric \"fct_ns.p99\" is {v}, not a finite number")),
+            "{o:?}"
+        );
+    }
+}
+
 #[test]
 fn junit_is_well_formed_whatever_the_names() {
     // A scenario file name full of XML's special characters.

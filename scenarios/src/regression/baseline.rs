@@ -139,6 +139,15 @@ impl Baseline {
         for (name, v) in entries {
             let value = match v {
                 toml::Value::Integer(i) => Value::Int(*i),
+                toml::Value::Float(x) if !x.is_finite() => {
+                    // No run writes one (summary.json has no such numbers), and within any
+                    // tolerance of an infinity every value would pass.
+                    return Err(corrupt(format!(
+                        "metric \"{}\" is {}, not a finite number: a check against it could not fail",
+                        crate::diag::short_quote(name),
+                        crate::wording::float_text(*x)
+                    )));
+                }
                 toml::Value::Float(x) => Value::Float(*x),
                 toml::Value::Boolean(b) => Value::Bool(*b),
                 toml::Value::String(s) => Value::Text(s.clone()),
@@ -166,21 +175,12 @@ impl Baseline {
             path: shown.clone(),
             message,
         };
-        let meta = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(BaselineError::Missing { path: shown }),
+        use crate::files::FileError;
+        let bytes = match crate::files::read_limited(path, MAX_BASELINE_BYTES) {
+            Ok(b) => b,
+            Err(FileError::NotFound) => return Err(BaselineError::Missing { path: shown }),
             Err(e) => return Err(unreadable(e.to_string())),
         };
-        if meta.is_dir() {
-            return Err(unreadable("is a directory".into()));
-        }
-        if meta.len() > MAX_BASELINE_BYTES {
-            return Err(unreadable(format!(
-                "file is too large ({} bytes; the limit is {MAX_BASELINE_BYTES})",
-                meta.len()
-            )));
-        }
-        let bytes = std::fs::read(path).map_err(|e| unreadable(e.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|_| BaselineError::Corrupt {
             path: shown.clone(),
             message: "not UTF-8 text".into(),
@@ -282,6 +282,20 @@ mod tests {
             let e = Baseline::parse("b.toml", text).unwrap_err().to_string();
             assert!(e.starts_with("b.toml: "), "{e}");
             assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn non_finite_metrics_are_refused_naming_the_metric() {
+        let head = "format = \"fabricsim.baseline/1\"\nscenario = \"a\"\nseed = 1\nscenario_sha256 = \"\"\n[metrics]\n";
+        for v in ["inf", "-inf", "nan", "+inf"] {
+            let text = format!("{head}\"fct_ns.p99\" = {v}\n\"packets.dropped\" = 3\n");
+            let e = Baseline::parse("b.toml", &text).unwrap_err().to_string();
+            assert!(
+                e.starts_with("b.toml: not a valid baseline: metric \"fct_ns.p99\" is "),
+                "{e}"
+            );
+            assert!(e.contains("not a finite number"), "{e}");
         }
     }
 

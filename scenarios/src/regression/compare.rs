@@ -151,6 +151,10 @@ fn judge(b: &Value, n: &Value, tol: &Tolerance) -> Option<Verdict> {
         // Text, booleans or a change of type: compared exactly.
         return Some(Verdict::Fail);
     };
+    if !x.is_finite() || !y.is_finite() {
+        // An infinity is within any tolerance of anything: compared exactly (and they differ).
+        return Some(Verdict::Fail);
+    }
     let diff = match (b, n) {
         (Value::Int(i), Value::Int(j)) => (*j as i128 - *i as i128).unsigned_abs() as f64,
         _ => (y - x).abs(),
@@ -237,6 +241,22 @@ mod tests {
         let c = compare(&base, &now, &CheckSpec::default());
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn non_finite_values_are_compared_exactly() {
+        for inf in [f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            let base = metrics(&[("fct_ns.p99", Value::Float(inf))]);
+            let now = metrics(&[("fct_ns.p99", Value::Float(131793.0))]);
+            let spec: CheckSpec = toml::from_str("tolerance.fct_ns = { relative = 0.5 }").unwrap();
+            for (b, n) in [(&base, &now), (&now, &base)] {
+                let c = compare(b, n, &spec);
+                assert_eq!(c.rows.len(), 1, "{inf}");
+                assert_eq!(c.rows[0].verdict, Verdict::Fail, "{inf}");
+            }
+        }
+        let same = metrics(&[("x", Value::Float(f64::INFINITY))]);
+        assert!(compare(&same, &same, &CheckSpec::default()).passed());
     }
 
     #[test]

@@ -172,8 +172,13 @@ pub fn observe(scenario: &Path, opts: &Options) -> Result<Observed, CheckError> 
         out_dir: Some(out_dir.clone()),
         seed: None,
         progress: opts.progress,
+        ..RunOptions::default()
     };
     let out = runner::run_file(scenario, &run_opts)?;
+    if out.summary.run.outcome == crate::report::OUTCOME_INTERRUPTED {
+        // Partial results are neither compared nor blessed.
+        return Err(RunError::Interrupted(format!("results in {}", out.out_dir.display())).into());
+    }
     let json = serde_json::to_value(&out.summary).map_err(|e| RunError::Engine {
         file: loaded.file.clone(),
         message: format!("cannot convert the summary: {e}"),
@@ -202,20 +207,18 @@ pub fn read_results(dir: &Path) -> Result<Observed, CheckError> {
         return Err(err(dir, "not a results directory (no such directory)".into()));
     }
     let summary_path = dir.join("summary.json");
-    let meta = std::fs::metadata(&summary_path).map_err(|e| {
-        err(
-            &summary_path,
-            format!("cannot read: {e} (is this a results directory?)"),
-        )
+    let text = crate::files::read_text_limited(&summary_path, MAX_SUMMARY_BYTES).map_err(|e| {
+        let hint = if e == crate::files::FileError::NotFound {
+            " (is this a results directory?)"
+        } else {
+            ""
+        };
+        err(&summary_path, format!("cannot read: {e}{hint}"))
     })?;
-    if meta.len() > MAX_SUMMARY_BYTES {
-        return Err(err(&summary_path, format!("larger than {MAX_SUMMARY_BYTES} bytes")));
-    }
-    let text = std::fs::read_to_string(&summary_path).map_err(|e| err(&summary_path, format!("cannot read: {e}")))?;
     let json = metrics::parse_json_exact(&text).map_err(|e| err(&summary_path, format!("not valid JSON: {e}")))?;
     let (metrics, ident) = metrics::from_summary(&json).map_err(|m| err(&summary_path, m))?;
     let resolved = dir.join("scenario.resolved.toml");
-    let fingerprint = std::fs::read_to_string(&resolved)
+    let fingerprint = crate::files::read_text_limited(&resolved, crate::diag::MAX_SCENARIO_BYTES)
         .ok()
         .and_then(|t| crate::diag::parse_toml::<Scenario>(&resolved.display().to_string(), &t).ok())
         .map(|sc| scenario_fingerprint(&sc));
