@@ -750,7 +750,7 @@ size = "64KiB"
         let e = err("[sweep.params]\n\"sweep.seeds\" = [4]\n");
         assert!(e.contains("cannot be swept"), "{e}");
         let e = err("[sweep.params]\n\"topology.k\" = 4\n");
-        assert!(e.contains("invalid type: integer `4`, expected a sequence"), "{e}");
+        assert!(e.contains("found the integer 4; expected an array"), "{e}");
     }
 
     #[test]
