@@ -224,6 +224,46 @@ impl SpanningTree {
     pub fn max_depth(&self) -> u32 {
         self.depth.iter().copied().filter(|&d| d != NONE).max().unwrap_or(0)
     }
+
+    /// Links (by edge index) that carry no data: the complement of `forwarding`.
+    pub fn blocked_links(&self) -> Vec<bool> {
+        self.forwarding.iter().map(|&f| !f).collect()
+    }
+
+    /// A text report for `fabricsim topo`: roots, link counts, depth, then one line per
+    /// blocked port (`blocked leaf1 port 3 (to spine1)`), in node then port order.
+    pub fn describe(&self, topo: &Topology) -> String {
+        use std::fmt::Write;
+        let name = |v: u32| topo.graph[NodeIndex::new(v as usize)].name.as_str();
+        let roots: Vec<&str> = self.roots().into_iter().map(name).collect();
+        let blocked = self.blocked_ports();
+        let n_fwd = topo
+            .graph
+            .edge_indices()
+            .filter(|&e| {
+                let (a, b) = topo.graph.edge_endpoints(e).expect("an edge");
+                !topo.is_host(a) && !topo.is_host(b) && self.forwarding[e.index()]
+            })
+            .count();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "spanning tree (RSTP, bridge id = node index): root {}, {n_fwd} forwarding and {} blocked switch-switch links, depth {}",
+            roots.join(", "),
+            blocked.len(),
+            self.max_depth()
+        );
+        for (v, p) in blocked {
+            let peer = topo.ports(NodeIndex::new(v as usize))[p as usize].1;
+            let _ = writeln!(
+                out,
+                "  blocked {} port {p} (to {})",
+                name(v),
+                topo.graph[peer].name
+            );
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -308,6 +348,13 @@ mod tests {
         assert!(blocked.iter().all(|&(v, p)| (9..12).contains(&v) && (p == 3 || p == 4)));
         assert_eq!(st.max_depth(), 2);
         assert_eq!(st, SpanningTree::compute(&t), "deterministic");
+        let text = st.describe(&t);
+        assert!(
+            text.starts_with("spanning tree (RSTP, bridge id = node index): root leaf0, 6 forwarding and 6 blocked switch-switch links, depth 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n  blocked leaf1 port 3 (to spine1)\n"), "{text}");
+        assert_eq!(text.lines().count(), 7);
     }
 
     #[test]
