@@ -231,3 +231,126 @@ fn tree_uses_one_spine_and_matches_max_min_beside_ecmp() {
         assert!(sim2 > 3.0 * sim1, "seed {seed}");
     }
 }
+
+/// Every shipped RoCEv2 scenario that fits one layer-2 domain builds and runs with
+/// `version = 1`; the GPU cluster is refused. On the 5-switch ring the tree blocks one port,
+/// so the cyclic pause dependency that deadlocks v2 cannot form.
+#[test]
+fn every_single_domain_rocev2_scenario_runs_with_v1() {
+    let dir = catalogue("");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    let mut n_roce = 0;
+    for name in names {
+        let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+        if !text.contains("kind = \"rocev2\"") {
+            continue;
+        }
+        n_roce += 1;
+        let v1 = as_v1(&text);
+        let l = load_str(name.clone(), dir.clone(), v1).unwrap();
+        match l.build() {
+            Ok(b) => {
+                assert!(!name.starts_with("cluster"), "{name}");
+                assert_eq!(b.engine.header_bytes, 98, "{name}");
+                for v in 0..b.topology.n_nodes() as u32 {
+                    for h in 0..b.topology.n_hosts() as u32 {
+                        assert!(b.routes.next_hops(v, h).len() <= 1, "{name}: one path");
+                    }
+                }
+            }
+            Err(e) => {
+                assert!(name.starts_with("cluster"), "{name}: {e}");
+                assert!(e.to_string().contains("topology.kind"), "{e}");
+            }
+        }
+    }
+    assert!(n_roce >= 9, "{n_roce} RoCEv2 scenarios");
+
+    // The ring: v2 deadlocks, v1 keeps every flow moving (2 ms of the 20 ms study).
+    let text = std::fs::read_to_string(catalogue("roce_ring_deadlock.toml")).unwrap();
+    for (version, text) in [(2, text.clone()), (1, as_v1(&text))] {
+        let b = load_str("ring.toml".into(), PathBuf::from("."), text).unwrap().build().unwrap();
+        let mut f = fabric(b);
+        let mut sched = f.scheduler::<WheelQueue<_>>();
+        run_until(&mut f, &mut sched, 1000);
+        let mid = delivered(&f);
+        run_until(&mut f, &mut sched, 2000);
+        let moved = delivered(&f).iter().zip(&mid).filter(|(b, a)| b > a).count();
+        let deadlock = f.roce().unwrap().deadlock.is_some();
+        eprintln!("ring v{version}: deadlock {deadlock}, flows moving in 1..2 ms: {moved}");
+        if version == 2 {
+            assert!(deadlock);
+        } else {
+            assert!(!deadlock);
+            assert_eq!(moved, 5, "every flow delivers in 1..2 ms");
+        }
+    }
+}
+
+/// `text` with `version = 1` in its `[fabric.roce]` table (added if absent).
+fn as_v1(text: &str) -> String {
+    if text.contains("\nversion = 2\n") {
+        text.replacen("\nversion = 2\n", "\nversion = 1\n", 1)
+    } else if text.contains("\nversion = 1\n") {
+        text.to_string()
+    } else if text.contains("[fabric.roce]\n") {
+        text.replacen("[fabric.roce]\n", "[fabric.roce]\nversion = 1\n", 1)
+    } else {
+        text.replacen("kind = \"rocev2\"\n", "kind = \"rocev2\"\n\n[fabric.roce]\nversion = 1\n", 1)
+    }
+}
+
+/// Ineligible or malformed v1 input: `fabricsim validate` exits 2 with one line naming
+/// file:line:col, the field and what was expected.
+#[test]
+fn bad_v1_input_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = leaf_spine_text(2, 2, 2, 1, "1MiB", 1);
+    let check = |text: &str, field: &str, at: &str, words: &[&str]| {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        let o = fabricsim(&["validate", s(&file)]);
+        assert_eq!(o.code, 2, "{o:?}");
+        let at = text.find(at).unwrap_or_else(|| panic!("{at:?} in\n{text}"));
+        let line = text[..at].matches('\n').count() + 1;
+        let col = at - text[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+        let want = format!("{}:{line}:{col}: {field}: ", s(&file));
+        assert!(o.stderr.contains(&want), "want {want:?}\n{o:?}");
+        for w in words {
+            assert!(o.stderr.contains(w), "{w:?} in {o:?}");
+        }
+        assert_eq!(o.stderr.lines().count(), 1, "{o:?}");
+    };
+    // A version that does not exist.
+    let t = base.replace("version = 1", "version = 3");
+    check(&t, "fabric.roce.version", "3\n", &["expected 1 (RoCEv1) or 2 (RoCEv2), got 3"]);
+    // A layer-3 routing choice.
+    for r in ["updown", "dmodk", "adaptive"] {
+        let t = base.replace("kind = \"rocev2\"\n", &format!("kind = \"rocev2\"\nrouting = \"{r}\"\n"));
+        check(&t, "fabric.routing", &format!("\"{r}\""), &["RoCEv1 is bridged", "expected routing = \"ecmp\"", r]);
+    }
+    // A GPU cluster (one subnet per rail).
+    let cluster = std::fs::read_to_string(catalogue("cluster16_hgx_roce400_allreduce.toml")).unwrap();
+    let t = as_v1(&cluster);
+    let topo_at = t.find("[topology]").unwrap();
+    let kind_at = topo_at + t[topo_at..].find("\"cluster\"").unwrap();
+    check(&t[..], "topology.kind", &t[kind_at..kind_at + 9], &["cannot use RoCEv1", "one IP subnet per rail"]);
+    // A chain of 23 switches: the tree is 22 deep, beyond RSTP's Max Age.
+    let mut links = String::new();
+    for i in 0..22 {
+        links.push_str(&format!("  {{ a = \"s{i}\", b = \"s{}\", rate = \"100Gbps\" }},\n", i + 1));
+    }
+    links.push_str("  { a = \"h0\", b = \"s0\", rate = \"100Gbps\" },\n  { a = \"h1\", b = \"s22\", rate = \"100Gbps\" },\n");
+    let t = format!(
+        "[scenario]\nname = \"chain\"\n\n[topology]\nkind = \"custom\"\nhosts = 2\nswitches = 23\nlinks = [\n{links}]\n\n[fabric]\nkind = \"rocev2\"\n\n[fabric.roce]\nversion = 1\n\n[[workload]]\nkind = \"flows\"\nclass = 3\nflows = [{{ src = 0, dst = 1, size = \"1MiB\" }}]\n\n[run]\nend_time = \"1ms\"\n"
+    );
+    check(&t, "topology", "[topology]", &["22 bridges deep", "expected at most 20"]);
+    // A v1 table on another fabric.
+    let t = base.replace("kind = \"rocev2\"", "kind = \"ethernet\"");
+    check(&t, "fabric.roce", "[fabric.roce]", &["needs kind = \"rocev2\""]);
+}
