@@ -106,7 +106,11 @@ impl Routes {
     /// next-hop set has at most one port, a tree port, and each destination one path. Blocked
     /// links carry nothing, not even control frames routed by these tables.
     pub fn try_tree(topo: &Topology, tree: &stp::SpanningTree) -> Result<Routes, TopologyError> {
-        assert_eq!(tree.forwarding.len(), topo.n_links(), "Routes::try_tree: the tree of another topology");
+        assert_eq!(
+            tree.forwarding.len(),
+            topo.n_links(),
+            "Routes::try_tree: the tree of another topology"
+        );
         Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding))
     }
 
@@ -746,7 +750,10 @@ mod tests {
                     let hops = r.next_hops(v, h);
                     assert!(hops.len() <= 1, "node {v} host {h}: {hops:?}");
                     for &p in hops {
-                        assert!(st.forwarding[ports[p as usize].0.index()], "node {v} port {p} is blocked");
+                        assert!(
+                            st.forwarding[ports[p as usize].0.index()],
+                            "node {v} port {p} is blocked"
+                        );
                     }
                 }
             }

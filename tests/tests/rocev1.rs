@@ -158,7 +158,10 @@ fn spanning_tree_is_loop_free_and_identical_across_runs() {
     assert!(a.stdout.contains("\n  blocked leaf7 port 15 (to spine7)\n"), "{a:?}");
     assert_eq!(a.stdout.matches("style=dashed, color=grey").count(), 49);
     let v2 = fabricsim(&["topo", s(&catalogue("roce_v2_leaf_spine_permutation.toml"))]);
-    assert!(!v2.stdout.contains("spanning tree") && !v2.stdout.contains("dashed"), "{v2:?}");
+    assert!(
+        !v2.stdout.contains("spanning tree") && !v2.stdout.contains("dashed"),
+        "{v2:?}"
+    );
 }
 
 /// A permutation's max-min fair mean rate over its own paths, and its simulated mean rate in
@@ -178,7 +181,10 @@ fn permutation(leaves: u32, hosts: u32, spines: u32, version: u8, seed: u64) -> 
     let before = delivered(&f);
     run_until(&mut f, &mut sched, t1);
     let after = delivered(&f);
-    assert!(f.flow_records().iter().all(|r| r.finish.is_none()), "every flow still sends at t1");
+    assert!(
+        f.flow_records().iter().all(|r| r.finish.is_none()),
+        "every flow still sends at t1"
+    );
     let n = f.flows().len();
     let sim: f64 = before
         .iter()
@@ -226,8 +232,14 @@ fn tree_uses_one_spine_and_matches_max_min_beside_ecmp() {
         );
         assert_eq!(used1, vec!["spine0".to_string()], "seed {seed}");
         assert_eq!(used2.len(), 16, "seed {seed}");
-        assert!((sim1 - mm1).abs() < 0.03 * mm1, "seed {seed} v1: simulated {sim1} vs max-min {mm1}");
-        assert!((sim2 - mm2).abs() < 0.06 * mm2, "seed {seed} v2: simulated {sim2} vs max-min {mm2}");
+        assert!(
+            (sim1 - mm1).abs() < 0.03 * mm1,
+            "seed {seed} v1: simulated {sim1} vs max-min {mm1}"
+        );
+        assert!(
+            (sim2 - mm2).abs() < 0.06 * mm2,
+            "seed {seed} v2: simulated {sim2} vs max-min {mm2}"
+        );
         assert!(sim2 > 3.0 * sim1, "seed {seed}");
     }
 }
@@ -274,7 +286,10 @@ fn every_single_domain_rocev2_scenario_runs_with_v1() {
     // The ring: v2 deadlocks, v1 keeps every flow moving (2 ms of the 20 ms study).
     let text = std::fs::read_to_string(catalogue("roce_ring_deadlock.toml")).unwrap();
     for (version, text) in [(2, text.clone()), (1, as_v1(&text))] {
-        let b = load_str("ring.toml".into(), PathBuf::from("."), text).unwrap().build().unwrap();
+        let b = load_str("ring.toml".into(), PathBuf::from("."), text)
+            .unwrap()
+            .build()
+            .unwrap();
         let mut f = fabric(b);
         let mut sched = f.scheduler::<WheelQueue<_>>();
         run_until(&mut f, &mut sched, 1000);
@@ -301,7 +316,11 @@ fn as_v1(text: &str) -> String {
     } else if text.contains("[fabric.roce]\n") {
         text.replacen("[fabric.roce]\n", "[fabric.roce]\nversion = 1\n", 1)
     } else {
-        text.replacen("kind = \"rocev2\"\n", "kind = \"rocev2\"\n\n[fabric.roce]\nversion = 1\n", 1)
+        text.replacen(
+            "kind = \"rocev2\"\n",
+            "kind = \"rocev2\"\n\n[fabric.roce]\nversion = 1\n",
+            1,
+        )
     }
 }
 
@@ -328,28 +347,56 @@ fn bad_v1_input_is_located() {
     };
     // A version that does not exist.
     let t = base.replace("version = 1", "version = 3");
-    check(&t, "fabric.roce.version", "3\n", &["expected 1 (RoCEv1) or 2 (RoCEv2), got 3"]);
+    check(
+        &t,
+        "fabric.roce.version",
+        "3\n",
+        &["expected 1 (RoCEv1) or 2 (RoCEv2), got 3"],
+    );
     // A layer-3 routing choice.
     for r in ["updown", "dmodk", "adaptive"] {
-        let t = base.replace("kind = \"rocev2\"\n", &format!("kind = \"rocev2\"\nrouting = \"{r}\"\n"));
-        check(&t, "fabric.routing", &format!("\"{r}\""), &["RoCEv1 is bridged", "expected routing = \"ecmp\"", r]);
+        let t = base.replace(
+            "kind = \"rocev2\"\n",
+            &format!("kind = \"rocev2\"\nrouting = \"{r}\"\n"),
+        );
+        check(
+            &t,
+            "fabric.routing",
+            &format!("\"{r}\""),
+            &["RoCEv1 is bridged", "expected routing = \"ecmp\"", r],
+        );
     }
     // A GPU cluster (one subnet per rail).
     let cluster = std::fs::read_to_string(catalogue("cluster16_hgx_roce400_allreduce.toml")).unwrap();
     let t = as_v1(&cluster);
     let topo_at = t.find("[topology]").unwrap();
     let kind_at = topo_at + t[topo_at..].find("\"cluster\"").unwrap();
-    check(&t[..], "topology.kind", &t[kind_at..kind_at + 9], &["cannot use RoCEv1", "one IP subnet per rail"]);
+    check(
+        &t[..],
+        "topology.kind",
+        &t[kind_at..kind_at + 9],
+        &["cannot use RoCEv1", "one IP subnet per rail"],
+    );
     // A chain of 23 switches: the tree is 22 deep, beyond RSTP's Max Age.
     let mut links = String::new();
     for i in 0..22 {
-        links.push_str(&format!("  {{ a = \"s{i}\", b = \"s{}\", rate = \"100Gbps\" }},\n", i + 1));
+        links.push_str(&format!(
+            "  {{ a = \"s{i}\", b = \"s{}\", rate = \"100Gbps\" }},\n",
+            i + 1
+        ));
     }
-    links.push_str("  { a = \"h0\", b = \"s0\", rate = \"100Gbps\" },\n  { a = \"h1\", b = \"s22\", rate = \"100Gbps\" },\n");
+    links.push_str(
+        "  { a = \"h0\", b = \"s0\", rate = \"100Gbps\" },\n  { a = \"h1\", b = \"s22\", rate = \"100Gbps\" },\n",
+    );
     let t = format!(
         "[scenario]\nname = \"chain\"\n\n[topology]\nkind = \"custom\"\nhosts = 2\nswitches = 23\nlinks = [\n{links}]\n\n[fabric]\nkind = \"rocev2\"\n\n[fabric.roce]\nversion = 1\n\n[[workload]]\nkind = \"flows\"\nclass = 3\nflows = [{{ src = 0, dst = 1, size = \"1MiB\" }}]\n\n[run]\nend_time = \"1ms\"\n"
     );
-    check(&t, "topology", "[topology]", &["22 bridges deep", "expected at most 20"]);
+    check(
+        &t,
+        "topology",
+        "[topology]",
+        &["22 bridges deep", "expected at most 20"],
+    );
     // A v1 table on another fabric.
     let t = base.replace("kind = \"rocev2\"", "kind = \"ethernet\"");
     check(&t, "fabric.roce", "[fabric.roce]", &["needs kind = \"rocev2\""]);

@@ -278,7 +278,14 @@ mod tests {
         // CNP: 14 + 4 + 40 + 12 + 16 + 4 + 4 = 94 B frame, + 20.
         assert_eq!(f.cnp_wire_bytes(), 114);
         // First packet of a WRITE: + RETH 16.
-        assert_eq!(RoceFrame { ext: RoceHeader::Reth, ..f }.header_bytes(), 114);
+        assert_eq!(
+            RoceFrame {
+                ext: RoceHeader::Reth,
+                ..f
+            }
+            .header_bytes(),
+            114
+        );
         // An empty v1 frame (78 B) needs no padding; PAUSE frames are version-independent.
         assert_eq!(f.wire_bytes(0), 98);
         assert_eq!(PAUSE_WIRE_BYTES, 84);

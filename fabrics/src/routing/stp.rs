@@ -182,8 +182,8 @@ impl SpanningTree {
         while let Some(u) = q.pop_front() {
             for (p, &(e, w)) in ports[u].iter().enumerate() {
                 // w is a child of u when w's root port is this very link.
-                let child = roles[u][p] == PortRole::Designated
-                    && root_port[w].is_some_and(|rp| ports[w][rp as usize].0 == e);
+                let child =
+                    roles[u][p] == PortRole::Designated && root_port[w].is_some_and(|rp| ports[w][rp as usize].0 == e);
                 if child && depth[w] == NONE {
                     depth[w] = depth[u] + 1;
                     q.push_back(w);
@@ -255,12 +255,7 @@ impl SpanningTree {
         );
         for (v, p) in blocked {
             let peer = topo.ports(NodeIndex::new(v as usize))[p as usize].1;
-            let _ = writeln!(
-                out,
-                "  blocked {} port {p} (to {})",
-                name(v),
-                topo.graph[peer].name
-            );
+            let _ = writeln!(out, "  blocked {} port {p} (to {})", name(v), topo.graph[peer].name);
         }
         out
     }
