@@ -39,6 +39,8 @@
 //! edge and aggregation switches make the same choice index and only `k/2` of the `(k/2)^2`
 //! cores carry inter-pod traffic (polarization).
 
+pub mod stp;
+
 use std::collections::{BTreeMap, VecDeque};
 
 use petgraph::graph::NodeIndex;
@@ -96,7 +98,20 @@ impl Routes {
 
     /// Computes shortest-path ECMP routes, or says why the topology cannot be routed.
     pub fn try_ecmp(topo: &Topology) -> Result<Routes, TopologyError> {
-        Routes::build(topo, Policy::ShortestPath)
+        Routes::build(topo, Policy::ShortestPath, None)
+    }
+
+    /// Computes layer-2 routes over a spanning tree (RoCEv1): the shortest paths of the graph
+    /// restricted to the tree's forwarding links (`tree.forwarding`, by edge index), so every
+    /// next-hop set has at most one port, a tree port, and each destination one path. Blocked
+    /// links carry nothing, not even control frames routed by these tables.
+    pub fn try_tree(topo: &Topology, tree: &stp::SpanningTree) -> Result<Routes, TopologyError> {
+        assert_eq!(
+            tree.forwarding.len(),
+            topo.n_links(),
+            "Routes::try_tree: the tree of another topology"
+        );
+        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding))
     }
 
     /// Computes up*/down* routes (opensm `updn`, `models.md` §1.7): switches are ranked by
@@ -109,22 +124,27 @@ impl Routes {
     /// leaf-spines these are exactly the shortest paths; on rings and meshes they avoid the
     /// cycle at the price of longer paths.
     pub fn try_updown(topo: &Topology) -> Result<Routes, TopologyError> {
-        Routes::build(topo, Policy::UpDown)
+        Routes::build(topo, Policy::UpDown, None)
     }
 
-    fn build(topo: &Topology, policy: Policy) -> Result<Routes, TopologyError> {
+    /// `forwarding`: links (by edge index) that may carry routes; `None` = all.
+    fn build(topo: &Topology, policy: Policy, forwarding: Option<&[bool]>) -> Result<Routes, TopologyError> {
         topo.validate()?;
         let n = topo.n_nodes();
         // Flat adjacency in port order: neighbours of v are adj_nbr[adj_off[v]..adj_off[v+1]].
         let mut adj_off: Vec<u32> = Vec::with_capacity(n + 1);
         let mut adj_nbr: Vec<u32> = Vec::with_capacity(2 * topo.n_links());
+        let mut adj_fwd: Vec<bool> = Vec::with_capacity(2 * topo.n_links());
         let mut is_host = vec![false; n];
         for &h in &topo.hosts {
             is_host[h.index()] = true;
         }
         for v in 0..n {
             adj_off.push(adj_nbr.len() as u32);
-            adj_nbr.extend(topo.ports(NodeIndex::new(v)).iter().map(|&(_, w)| w.index() as u32));
+            for (e, w) in topo.ports(NodeIndex::new(v)) {
+                adj_nbr.push(w.index() as u32);
+                adj_fwd.push(forwarding.is_none_or(|f| f[e.index()]));
+            }
         }
         adj_off.push(adj_nbr.len() as u32);
         let nbrs = |v: usize| &adj_nbr[adj_off[v] as usize..adj_off[v + 1] as usize];
@@ -170,8 +190,9 @@ impl Routes {
         let mut sw_port: Vec<u16> = Vec::new();
         for v in (0..n).filter(|&v| !is_host[v]) {
             sw_off.push(sw_nbr.len() as u32);
+            let fwd = &adj_fwd[adj_off[v] as usize..adj_off[v + 1] as usize];
             for (port, &w) in nbrs(v).iter().enumerate() {
-                if !is_host[w as usize] {
+                if !is_host[w as usize] && fwd[port] {
                     sw_nbr.push(switch_row[w as usize]);
                     sw_port.push(port as u16);
                 }
@@ -710,6 +731,49 @@ mod tests {
         assert_eq!(r.next_hops(edge0, 8191).len(), 16);
         let seeds = switch_seeds(t.n_nodes(), 1);
         assert_eq!(r.path(&t, 0, 8191, 5, &seeds).len(), 7);
+    }
+
+    /// Routes over a spanning tree: one next hop, always a forwarding port, every host
+    /// reached; on a leaf-spine every inter-leaf path crosses the same spine.
+    #[test]
+    fn tree_routes_follow_the_spanning_tree() {
+        let mut spec = leaf_spine::LeafSpineSpec::new(4, 3, 3, link(100), link(100));
+        spec.links_per_spine = 2;
+        let ls = leaf_spine::build(&spec).unwrap();
+        let ft = fat_tree::build(4, link(100), link(100)).unwrap();
+        for t in [&ls, &ft] {
+            let st = stp::SpanningTree::compute(t);
+            let r = Routes::try_tree(t, &st).unwrap();
+            for v in 0..t.n_nodes() as u32 {
+                let ports = t.ports(NodeIndex::new(v as usize));
+                for h in 0..t.n_hosts() as u32 {
+                    let hops = r.next_hops(v, h);
+                    assert!(hops.len() <= 1, "node {v} host {h}: {hops:?}");
+                    for &p in hops {
+                        assert!(
+                            st.forwarding[ports[p as usize].0.index()],
+                            "node {v} port {p} is blocked"
+                        );
+                    }
+                }
+            }
+            let seeds = switch_seeds(t.n_nodes(), 1);
+            let n = t.n_hosts() as u32;
+            for s in 0..n {
+                for d in (0..n).filter(|&d| d != s) {
+                    let p = r.path(t, s, d, flow_hash(s, d, 0), &seeds);
+                    assert_eq!(*p.last().unwrap(), t.hosts[d as usize], "{s} -> {d}: {p:?}");
+                }
+            }
+        }
+        let st = stp::SpanningTree::compute(&ls);
+        let r = Routes::try_tree(&ls, &st).unwrap();
+        let seeds = switch_seeds(ls.n_nodes(), 1);
+        for (s, d) in [(0u32, 3u32), (3, 11), (11, 5), (9, 0)] {
+            let p = r.path(&ls, s, d, 0, &seeds);
+            assert_eq!(p.len(), 5, "{p:?}");
+            assert_eq!(ls.graph[p[2]].name, "spine0");
+        }
     }
 
     #[test]

@@ -21,7 +21,9 @@ use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
 use fabrics::models::{DcqcnParams, MarkPoint, RedParams, TimelyParams};
 use fabrics::nvlink::NvLinkGen;
 use fabrics::pcie::{PcieGen, PcieLink};
+use fabrics::roce::{RoceFrame, RoceVersion};
 use fabrics::routing::Routes;
+use fabrics::routing::stp::{RSTP_MAX_AGE_HOPS, SpanningTree};
 use fabrics::topology::{LinkInfo, Topology, fat_tree, leaf_spine, sizing};
 use fabrics::topology::{cluster, hgx, nvlink_shapes};
 use fabrics::traffic::generators::{self, PoissonSpec};
@@ -198,9 +200,10 @@ impl Loaded {
                 .map_err(|e| self.err(&format!("workload[{i}].algorithm"), e.to_string()))?;
             layout.nvls_host = Some(h);
         }
-        let routes = match self.scenario.fabric.routing {
-            RoutingSpec::Updown => Routes::try_updown(&topology),
-            _ => Routes::try_ecmp(&topology),
+        let routes = match (self.spanning_tree(&topology)?, self.scenario.fabric.routing) {
+            (Some(tree), _) => Routes::try_tree(&topology, &tree),
+            (None, RoutingSpec::Updown) => Routes::try_updown(&topology),
+            (None, _) => Routes::try_ecmp(&topology),
         }
         .map_err(|e| self.err("topology", e.to_string()))?;
         let mut routes = routes;
@@ -250,6 +253,58 @@ impl Loaded {
             training,
             limits,
         })
+    }
+
+    /// `[fabric.roce] version`: 2 (the default) or 1.
+    pub fn roce_version(&self) -> Result<RoceVersion, ScenarioError> {
+        match self.scenario.fabric.roce.as_ref().and_then(|r| r.version) {
+            None | Some(2) => Ok(RoceVersion::V2),
+            Some(1) => Ok(RoceVersion::V1),
+            Some(v) => Err(self.err(
+                "fabric.roce.version",
+                format!("expected 1 (RoCEv1) or 2 (RoCEv2), got {v}"),
+            )),
+        }
+    }
+
+    /// The spanning tree a RoCEv1 scenario forwards on (`None` for any other scenario), after
+    /// checking that the scenario fits one layer-2 domain (`docs/models/rocev1.md`): no
+    /// layer-3 routing choice, no multi-homed GPU servers, a tree RSTP can converge.
+    pub fn spanning_tree(&self, topo: &Topology) -> Result<Option<SpanningTree>, ScenarioError> {
+        let f = &self.scenario.fabric;
+        if f.kind != FabricKind::Rocev2 || self.roce_version()? != RoceVersion::V1 {
+            return Ok(None);
+        }
+        if f.routing != RoutingSpec::Ecmp {
+            let got = match f.routing {
+                RoutingSpec::Dmodk => "dmodk",
+                RoutingSpec::Adaptive => "adaptive",
+                _ => "updown",
+            };
+            return Err(self.err(
+                "fabric.routing",
+                format!(
+                    "RoCEv1 is bridged, not routed: switches forward by MAC over one spanning tree, so there is no path to choose; expected routing = \"ecmp\" (the default) or no `routing`, got \"{got}\""
+                ),
+            ));
+        }
+        if matches!(self.scenario.topology, TopologySpec::Cluster { .. }) {
+            return Err(self.err(
+                "topology.kind",
+                "a GPU cluster cannot use RoCEv1: each server reaches the network through several NICs (one IP subnet per rail) and traffic between them is routed at layer 3; expected a single layer-2 domain (fat_tree, leaf_spine, sized or custom), or [fabric.roce] version = 2",
+            ));
+        }
+        let tree = SpanningTree::compute(topo);
+        let depth = tree.max_depth();
+        if depth > RSTP_MAX_AGE_HOPS {
+            return Err(self.err(
+                "topology",
+                format!(
+                    "the spanning tree is {depth} bridges deep: expected at most {RSTP_MAX_AGE_HOPS} (RSTP's default Max Age), beyond which one layer-2 domain does not converge"
+                ),
+            ));
+        }
+        Ok(Some(tree))
     }
 
     fn link(&self, field: &str, l: &LinkSpec) -> Result<LinkInfo, ScenarioError> {
@@ -645,6 +700,7 @@ impl Loaded {
         let header = match f.header {
             Some(h) => h.get().get(),
             None if ib_kind => ib::link::header_bytes(grh) as u64,
+            None if roce_kind => RoceFrame::data(self.roce_version()?).header_bytes() as u64,
             None => ETHERNET_ROCE_HEADER_BYTES as u64,
         };
         if header > 1024 {
@@ -734,6 +790,7 @@ impl Loaded {
         let at = |k: &str| format!("fabric.roce.{k}");
         let mut c = RoceConfig {
             dwrr_quantum_bytes: [max_wire; 8],
+            frame: RoceFrame::data(self.roce_version()?),
             ..RoceConfig::default()
         };
         let mask = |field: &str, v: &Option<Vec<u8>>, default: u8| -> Result<u8, ScenarioError> {

@@ -244,7 +244,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             Err(e) => fail(e, err),
         },
         Cmd::Topo { file, dot } => match runner::validate(&file) {
-            Ok((_, built)) => {
+            Ok((loaded, built)) => {
                 let t = &built.topology;
                 let _ = writeln!(out, "{}", t.description);
                 let _ = writeln!(
@@ -260,7 +260,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                     t.bisection_bandwidth_bps() as f64 / 1e9
                 );
                 let _ = writeln!(out, "route table {} KiB", built.routes.memory_bytes() / 1024);
-                let text = fabrics::topology::dot::to_dot(t);
+                // RoCEv1: the spanning tree, its blocked ports, and dashed links in the DOT.
+                let tree = match loaded.spanning_tree(t) {
+                    Ok(tree) => tree,
+                    Err(e) => return fail(e.into(), err),
+                };
+                let blocked = tree.as_ref().map(|st| st.blocked_links()).unwrap_or_default();
+                if let Some(st) = &tree {
+                    let _ = write!(out, "{}", st.describe(t));
+                }
+                let text = fabrics::topology::dot::to_dot_blocked(t, &blocked);
                 match dot {
                     Some(path) => {
                         if let Err(e) = std::fs::write(&path, text) {

@@ -337,6 +337,10 @@ pub struct RoceSpec {
     /// Detect a cyclic pause dependency and end the run (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadlock_detection: Option<bool>,
+    /// RoCE version: 2 (default: IPv4/UDP, routed, ECMP) or 1 (Ethernet + GRH, EtherType
+    /// 0x8915: one layer-2 domain forwarding over its spanning tree; `docs/models/rocev1.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u8>,
     /// ECN marking on egress queues (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<EcnSpec>,

@@ -141,6 +141,9 @@ pub struct RoceConfig {
     /// a storm: its queue is dropped and arrivals for it are dropped until the pause ends.
     /// `None` = off.
     pub pfc_watchdog: Option<Duration>,
+    /// The data frame's encapsulation: the ACK/NACK and CNP sizes on the wire follow it
+    /// (RoCEv2 over IPv4 by default; RoCEv1 in `docs/models/rocev1.md`).
+    pub frame: RoceFrame,
 }
 
 impl Default for RoceConfig {
@@ -168,6 +171,7 @@ impl Default for RoceConfig {
             rate_sample: None,
             rate_sample_max_rows: DEFAULT_RATE_SAMPLE_MAX_ROWS,
             pfc_watchdog: None,
+            frame: RoceFrame::DATA_IPV4,
         }
     }
 }
@@ -603,7 +607,7 @@ impl Fabric {
             self.flow_state[i].cc = cc;
         }
         let n_flows = self.flows.len();
-        let frame = RoceFrame::DATA_IPV4;
+        let frame = cfg.frame;
         let gbn_window = (0..n_flows as u32)
             .map(
                 |f| match (cfg.go_back_n.filter(|_| qp_line[f as usize].is_some()), cfg.gbn_window) {

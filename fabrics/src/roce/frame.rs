@@ -1,8 +1,17 @@
-//! RoCEv2 frame overhead on the wire and Ethernet link presets.
+//! RoCE frame overhead on the wire (v1 and v2) and Ethernet link presets.
 //!
-//! Layout (models.md §2.1; IEEE 802.3 framing, IBA Annex A17 for RoCEv2):
+//! RoCEv2 layout (models.md §2.1; IEEE 802.3 framing, IBTA Annex A17 "RoCEv2"):
 //! preamble/SFD 8 | Ethernet 14 | [802.1Q 4] | IPv4 20 or IPv6 40 | UDP 8 (dst port 4791) |
 //! BTH 12 | [RETH 16 | AETH 4 | ImmDt 4] | payload | ICRC 4 | FCS 4 | inter-frame gap 12.
+//!
+//! RoCEv1 layout (IBTA Annex A16 "RDMA over Converged Ethernet", 2010): the IB transport
+//! directly on Ethernet, EtherType 0x8915, with the IB Global Route Header in place of IP/UDP:
+//! preamble/SFD 8 | Ethernet 14 (EtherType 0x8915) | 802.1Q 4 | GRH 40 | BTH 12 |
+//! [RETH | AETH | ImmDt] | payload | ICRC 4 | FCS 4 | inter-frame gap 12.
+//! A v1 frame always carries the 802.1Q tag here: without IP there is no DSCP, so PFC can
+//! only classify by the tag's PCP. No UDP header means no UDP source port: nothing for ECMP
+//! to hash on (layer-2 forwarding over one spanning tree gives one path anyway).
+//!
 //! A frame (Ethernet header to FCS) is at least 64 B; shorter ones are padded.
 
 use sim_core::BitsPerSec;
@@ -18,6 +27,10 @@ pub const VLAN_TAG_BYTES: u32 = 4;
 pub const IPV4_HEADER_BYTES: u32 = 20;
 pub const IPV6_HEADER_BYTES: u32 = 40;
 pub const UDP_HEADER_BYTES: u32 = 8;
+/// RoCEv1 EtherType (IBTA Annex A16).
+pub const ROCEV1_ETHERTYPE: u16 = 0x8915;
+/// InfiniBand Global Route Header: RoCEv1's network header (IPv6-like, 40 B; models.md §1.1).
+pub const GRH_BYTES: u32 = 40;
 /// RoCEv2 UDP destination port (`ROCE_V2_UDP_DPORT` in the Linux RDMA core).
 pub const ROCEV2_UDP_DPORT: u16 = 4791;
 /// InfiniBand Base Transport Header.
@@ -48,6 +61,16 @@ pub enum IpVersion {
     V6,
 }
 
+/// RoCE version: which network header sits between Ethernet and the BTH.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RoceVersion {
+    /// RoCEv1 (IBTA Annex A16): EtherType 0x8915, IB GRH, layer-2 only.
+    V1,
+    /// RoCEv2 (IBTA Annex A17): IPv4/IPv6 + UDP (dst port 4791), routable.
+    #[default]
+    V2,
+}
+
 /// Extended transport headers after the BTH.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RoceHeader {
@@ -73,13 +96,15 @@ impl RoceHeader {
     }
 }
 
-/// The encapsulation of a RoCEv2 packet; sizes on the wire follow from it.
+/// The encapsulation of a RoCE packet; sizes on the wire follow from it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RoceFrame {
-    /// 802.1Q tag present (PCP-based PFC); DSCP-based PFC needs none.
+    /// 802.1Q tag present (PCP-based PFC); DSCP-based PFC needs none (v2 only).
     pub vlan: bool,
+    /// IP version under UDP (v2 only: a v1 frame carries the GRH instead).
     pub ip: IpVersion,
     pub ext: RoceHeader,
+    pub version: RoceVersion,
 }
 
 impl RoceFrame {
@@ -89,20 +114,43 @@ impl RoceFrame {
         vlan: false,
         ip: IpVersion::V4,
         ext: RoceHeader::BthOnly,
+        version: RoceVersion::V2,
     };
+
+    /// A middle RoCEv1 data packet: Ethernet + 802.1Q (PCP for PFC) + GRH + BTH + ICRC + FCS,
+    /// 98 B of overhead on the wire.
+    pub const DATA_V1: RoceFrame = RoceFrame {
+        vlan: true,
+        ip: IpVersion::V4,
+        ext: RoceHeader::BthOnly,
+        version: RoceVersion::V1,
+    };
+
+    /// The middle data packet of `version`: [`RoceFrame::DATA_V1`] or
+    /// [`RoceFrame::DATA_IPV4`].
+    pub const fn data(version: RoceVersion) -> RoceFrame {
+        match version {
+            RoceVersion::V1 => RoceFrame::DATA_V1,
+            RoceVersion::V2 => RoceFrame::DATA_IPV4,
+        }
+    }
 
     /// Bytes on the wire besides the payload: preamble/SFD, headers, ICRC, FCS, IFG.
     pub const fn header_bytes(&self) -> u32 {
-        let ip = match self.ip {
-            IpVersion::V4 => IPV4_HEADER_BYTES,
-            IpVersion::V6 => IPV6_HEADER_BYTES,
+        let network = match (self.version, self.ip) {
+            (RoceVersion::V1, _) => GRH_BYTES,
+            (RoceVersion::V2, IpVersion::V4) => IPV4_HEADER_BYTES + UDP_HEADER_BYTES,
+            (RoceVersion::V2, IpVersion::V6) => IPV6_HEADER_BYTES + UDP_HEADER_BYTES,
         };
-        let vlan = if self.vlan { VLAN_TAG_BYTES } else { 0 };
+        let vlan = if self.vlan || matches!(self.version, RoceVersion::V1) {
+            VLAN_TAG_BYTES
+        } else {
+            0
+        };
         PREAMBLE_SFD_BYTES
             + ETH_HEADER_BYTES
             + vlan
-            + ip
-            + UDP_HEADER_BYTES
+            + network
             + BTH_BYTES
             + self.ext.bytes()
             + ICRC_BYTES
@@ -179,6 +227,7 @@ mod tests {
             vlan: true,
             ip: IpVersion::V6,
             ext: RoceHeader::Reth,
+            version: RoceVersion::V2,
         };
         assert_eq!(v6.header_bytes(), 82 + 4 + 20 + 16);
         let f = RoceFrame::DATA_IPV4;
@@ -193,5 +242,52 @@ mod tests {
         assert_eq!(bare.wire_bytes(1), 84);
         assert_eq!(ETHERNET_PRESETS[5].1.get(), 800_000_000_000);
         assert_eq!(ROCEV2_UDP_DPORT, 4791);
+    }
+
+    /// RoCEv1 (Annex A16), byte by byte.
+    #[test]
+    fn rocev1_frames_exact_to_the_byte() {
+        let f = RoceFrame::DATA_V1;
+        assert_eq!(RoceFrame::data(RoceVersion::V1), f);
+        assert_eq!(RoceFrame::data(RoceVersion::V2), RoceFrame::DATA_IPV4);
+        assert_eq!(ROCEV1_ETHERTYPE, 0x8915);
+        // 8 preamble/SFD + 14 Ethernet + 4 802.1Q + 40 GRH + 12 BTH + 4 ICRC + 4 FCS + 12 IFG.
+        assert_eq!(f.header_bytes(), 8 + 14 + 4 + 40 + 12 + 4 + 4 + 12);
+        assert_eq!(f.header_bytes(), 98);
+        // 16 B more than v2 over IPv4 without a tag: +4 tag, +40 GRH, -20 IPv4, -8 UDP.
+        assert_eq!(f.header_bytes(), RoceFrame::DATA_IPV4.header_bytes() + 16);
+        // The tag is always there: PCP is v1's only way to tell PFC the priority.
+        assert_eq!(RoceFrame { vlan: false, ..f }.header_bytes(), 98);
+        // ... and the IP version is irrelevant.
+        assert_eq!(RoceFrame { ip: IpVersion::V6, ..f }.header_bytes(), 98);
+        // Same size as v2 over IPv6 without a tag (40 + 8 UDP vs 40 GRH + 4 tag + 4).
+        let v6 = RoceFrame {
+            ip: IpVersion::V6,
+            ..RoceFrame::DATA_IPV4
+        };
+        assert_eq!(v6.header_bytes(), 102);
+        assert_eq!(f.wire_bytes(4096), 4194);
+        assert_eq!(f.wire_bytes(1024), 1122);
+        // Efficiency: 91.3% (1024), 95.4% (2048), 97.7% (4096), rounded to 0.1%.
+        let pct10 = |p: u32| (f.efficiency_ppm(p) + 500) / 1000;
+        assert_eq!(pct10(1024), 913);
+        assert_eq!(pct10(2048), 954);
+        assert_eq!(pct10(4096), 977);
+        // ACK/NACK: 14 + 4 + 40 + 12 + 4 AETH + 4 + 4 = 82 B frame, + 20 framing.
+        assert_eq!(f.ack_wire_bytes(), 102);
+        // CNP: 14 + 4 + 40 + 12 + 16 + 4 + 4 = 94 B frame, + 20.
+        assert_eq!(f.cnp_wire_bytes(), 114);
+        // First packet of a WRITE: + RETH 16.
+        assert_eq!(
+            RoceFrame {
+                ext: RoceHeader::Reth,
+                ..f
+            }
+            .header_bytes(),
+            114
+        );
+        // An empty v1 frame (78 B) needs no padding; PAUSE frames are version-independent.
+        assert_eq!(f.wire_bytes(0), 98);
+        assert_eq!(PAUSE_WIRE_BYTES, 84);
     }
 }

@@ -1,4 +1,4 @@
-//! RoCEv2 (RDMA over Converged Ethernet v2) fabric parts that are not generic extension
+//! RoCE (RDMA over Converged Ethernet, v1 and v2) fabric parts that are not generic extension
 //! points: frame format and overhead, Ethernet link presets.
 //!
 //! The RoCEv2 models that plug into the engine live with the other extension points in
@@ -9,4 +9,4 @@
 
 pub mod frame;
 
-pub use frame::{ETHERNET_PRESETS, IpVersion, RoceFrame, RoceHeader};
+pub use frame::{ETHERNET_PRESETS, IpVersion, RoceFrame, RoceHeader, RoceVersion};

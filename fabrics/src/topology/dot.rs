@@ -12,6 +12,7 @@
 //!   ...
 //!   { rank=same; n0; n1; ... }                       // one line per tier (hosts, 0, 1, 2...)
 //!   n0 -- n16 [label="400Gbps"];                     // one line per link, lower tier first
+//!   n3 -- n9 [label="100Gbps", style=dashed, color=grey, fontcolor=grey];  // blocked (RoCEv1)
 //! }
 //! ```
 //! Node ids are `n<index>`; the human-readable name is the label. Shapes: hosts `box`, tier-0
@@ -58,6 +59,13 @@ fn rank(kind: NodeKind) -> u32 {
 
 /// Renders `topo` as an undirected Graphviz graph (see the module docs for the format).
 pub fn to_dot(topo: &Topology) -> String {
+    to_dot_blocked(topo, &[])
+}
+
+/// [`to_dot`] with the links `blocked[edge index]` (e.g. by a spanning tree) drawn dashed and
+/// grey: `n3 -- n9 [label="100Gbps", style=dashed, color=grey, fontcolor=grey];`. Links past
+/// the slice's end are not blocked.
+pub fn to_dot_blocked(topo: &Topology, blocked: &[bool]) -> String {
     let g = &topo.graph;
     let mut out = String::new();
     // Writing to a String cannot fail; `let _ =` keeps this function infallible.
@@ -107,7 +115,18 @@ pub fn to_dot(topo: &Topology) -> String {
             LinkKind::Network => link.rate.to_string(),
             kind => format!("{} {kind:?}", link.rate),
         };
-        let _ = writeln!(out, "  n{} -- n{} [label={}];", a.index(), b.index(), quote(&label));
+        let style = if blocked.get(e.id().index()) == Some(&true) {
+            ", style=dashed, color=grey, fontcolor=grey"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  n{} -- n{} [label={}{style}];",
+            a.index(),
+            b.index(),
+            quote(&label)
+        );
     }
     out.push_str("}\n");
     out
@@ -155,6 +174,21 @@ mod tests {
         // Stable bytes across builds.
         let again = to_dot(&fat_tree::build(4, link(100), link(400)).unwrap());
         assert_eq!(dot, again);
+    }
+
+    #[test]
+    fn blocked_links_are_dashed() {
+        let t = leaf_spine::build(&leaf_spine::LeafSpineSpec::new(2, 1, 2, link(100), link(100))).unwrap();
+        // Edges: 2 host links, then leaf0-spine0, leaf0-spine1, leaf1-spine0, leaf1-spine1.
+        let dot = to_dot_blocked(&t, &[false, false, false, false, false, true]);
+        let edges: Vec<&str> = dot.lines().filter(|l| l.contains(" -- ")).collect();
+        assert_eq!(edges.len(), 6);
+        assert_eq!(
+            edges[5],
+            "  n3 -- n5 [label=\"100Gbps\", style=dashed, color=grey, fontcolor=grey];"
+        );
+        assert_eq!(dot.matches("style=dashed").count(), 1);
+        assert_eq!(to_dot_blocked(&t, &[]), to_dot(&t));
     }
 
     #[test]
