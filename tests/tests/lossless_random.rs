@@ -5,23 +5,7 @@
 use fabricsim_tests::{catalogue, fabricsim, s};
 use std::path::Path;
 
-/// A tiny deterministic generator (SplitMix64): the cases are the same on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[(self.next() % v.len() as u64) as usize]
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-}
+use fabricsim_tests::SplitMix64 as Rng;
 
 fn summary(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
@@ -101,19 +85,19 @@ fn random_lossless_runs_never_drop() {
         let leaves = rng.range(2, 6);
         let hpl = rng.range(2, 8);
         let spines = rng.range(1, 4);
-        let host_gbps = rng.pick(&[25u64, 50, 100, 200, 400]);
-        let fabric_gbps = rng.pick(&[25u64, 50, 100, 200, 400]);
+        let host_gbps = *rng.pick(&[25u64, 50, 100, 200, 400]);
+        let fabric_gbps = *rng.pick(&[25u64, 50, 100, 200, 400]);
         let cable = rng.range(1, 100);
-        let per_port_kib = rng.pick(&[128u64, 256, 512, 1024, 2048]);
+        let per_port_kib = *rng.pick(&[128u64, 256, 512, 1024, 2048]);
         let buffer_kib = per_port_kib * (hpl + spines).max(leaves);
-        let cc = rng.pick(&[
+        let cc = *rng.pick(&[
             "",
             "cc = { kind = \"dcqcn\", preset = \"paper\" }",
             "cc = { kind = \"dcqcn\", preset = \"firmware\" }",
             "cc = { kind = \"timely\" }",
         ]);
-        let cnp_us = rng.pick(&[1u64, 4, 30, 50]);
-        let load = rng.pick(&[0.2, 0.5, 0.8]);
+        let cnp_us = *rng.pick(&[1u64, 4, 30, 50]);
+        let load = *rng.pick(&[0.2, 0.5, 0.8]);
         let hosts = leaves * hpl;
         let n_senders = rng.range(1, hosts - 1);
         let text = format!(

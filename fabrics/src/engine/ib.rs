@@ -647,20 +647,47 @@ impl Fabric {
     /// HOQLife expired for the oldest packet of output (`p`, `vl`)'s virtual output queue: drop
     /// it, free its input buffer (credits go back upstream).
     fn ib_drop_voq_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) {
-        let now = s.now();
         let ib = self.ibs();
         let o = ib.ix(p, vl);
         let id = ib.voq[o].pop_front().expect("a head to drop");
-        let pkt = *self.packets.get(id);
-        let x = pkt.ingress_port;
+        let x = self.packets.get(id).ingress_port;
+        self.ib_hoq_drop(s, p, x, vl, id);
+        self.ib_voq_new_head(s, p, vl);
+    }
+
+    /// HOQLife expired for the head of input (`x`, `vl`): drop it.
+    fn ib_drop_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let now = s.now();
         let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        let id = ib.inq[i].pop_front().expect("a head to drop");
+        let out = self.packets.get(id).next_port;
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
+        if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
+            ib.requests[o].remove(pos);
+        }
+        if ib.requests[o].is_empty() {
+            ib.stall_end(out, vl, now);
+        }
+        self.ib_hoq_drop(s, out, x, vl, id);
+        self.ib_new_head(s, x, vl);
+    }
+
+    /// Packet `id`, waiting at switch output `out` (from input `x` on `vl`), is dropped by
+    /// HOQLife: counted at `out` and in its flow, its input buffer freed (credits go back).
+    fn ib_hoq_drop<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, out: u32, x: u32, vl: u8, id: u32) {
+        let now = s.now();
+        let pkt = *self.packets.get(id);
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
         ib.out_bytes[o] -= pkt.wire_bytes as u64;
-        ib.port_stats[p as usize].hoq_drops += 1;
+        ib.port_stats[out as usize].hoq_drops += 1;
         ib.totals.hoq_drops += 1;
         let b = self.pkt_blocks_on(x, id);
         self.ib_free_input(now, x, vl, b);
-        let out_total = self.ibr().out_bytes_total(p);
-        let port = &mut self.ports[p as usize];
+        let out_total = self.ibr().out_bytes_total(out);
+        let port = &mut self.ports[out as usize];
         port.stats.drops += 1;
         port.stats.drop_bytes += pkt.wire_bytes as u64;
         port.stats.queue_bytes.set(now, out_total);
@@ -671,44 +698,6 @@ impl Fabric {
         }
         self.packets.free(id);
         self.ib_credit_update(s, x, vl);
-        self.ib_voq_new_head(s, p, vl);
-    }
-
-    /// HOQLife expired for the head of input (`x`, `vl`): drop it.
-    fn ib_drop_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
-        let now = s.now();
-        let ib = self.ibs();
-        let i = ib.ix(x, vl);
-        let id = ib.inq[i].pop_front().expect("a head to drop");
-        let pkt = *self.packets.get(id);
-        let out = pkt.next_port;
-        let ib = self.ibs();
-        let o = ib.ix(out, vl);
-        if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
-            ib.requests[o].remove(pos);
-        }
-        if ib.requests[o].is_empty() {
-            ib.stall_end(out, vl, now);
-        }
-        ib.out_bytes[o] -= pkt.wire_bytes as u64;
-        ib.port_stats[out as usize].hoq_drops += 1;
-        ib.totals.hoq_drops += 1;
-        let b = self.pkt_blocks_on(x, id);
-        self.ib_free_input(now, x, vl, b);
-        let port = &mut self.ports[out as usize];
-        port.stats.drops += 1;
-        port.stats.drop_bytes += pkt.wire_bytes as u64;
-        port.stats
-            .queue_bytes
-            .set(now, self.ib.as_ref().map_or(0, |ib| ib.out_bytes_total(out)));
-        if pkt.kind == PacketKind::Data {
-            self.records[pkt.flow as usize].packets_dropped += 1;
-            self.totals.packets_dropped += 1;
-            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
-        }
-        self.packets.free(id);
-        self.ib_credit_update(s, x, vl);
-        self.ib_new_head(s, x, vl);
     }
 
     /// Returns `b` blocks to the buffer of ingress (`x`, `vl`).
