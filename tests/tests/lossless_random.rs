@@ -136,7 +136,7 @@ start = "50us"
 [run]
 end_time = "2ms"
 "#,
-            seed = rng.next() % 1000,
+            seed = rng.next_u64() % 1000,
             cdf = cdf(),
         );
         let file = dir.path().join(format!("case{case}.toml"));
