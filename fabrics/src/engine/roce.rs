@@ -837,9 +837,18 @@ impl Fabric {
         self.roce_try_start(s, p);
     }
 
-    /// Puts packet `id` on port `p` now and arms `TxDone` for its end.
+    /// Puts packet `id` on port `p` now and arms `TxDone` for its end, unless `p` is a switch
+    /// port with nothing left to send (an arrival or a PFC edge kicks it, and the kick arms
+    /// `TxDone` for the same instant: one event fewer per hop, the same order, as `TxDone(p)`
+    /// is the only event of its origin).
     fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let done = self.transmit(s, p, id, SimTime::ZERO);
+        if self.ports[p as usize].device == Device::RoceSwitch && self.link_fc[p as usize] != LinkFc::Credit {
+            let r = self.rr();
+            if r.nonempty[p as usize] == 0 && r.pfc_pending[p as usize] == 0 {
+                return;
+            }
+        }
         self.roce_wake_at(s, p, done);
     }
 
