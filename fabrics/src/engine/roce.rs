@@ -1758,9 +1758,9 @@ mod tests {
                 heads[p] = uniform(&mut rng, 64, 4200);
             }
             let mut deficit = [0u32; NP];
-            for p in 0..NP {
+            for (p, d) in deficit.iter_mut().enumerate() {
                 if eligible & (1 << p) != 0 {
-                    deficit[p] = uniform(&mut rng, 0, 4999);
+                    *d = uniform(&mut rng, 0, 4999);
                 }
             }
             let rr0 = uniform(&mut rng, 0, NP as u32 - 1) as u8;
