@@ -314,9 +314,7 @@ pub struct RoceState {
     /// MMU of each switch (by node; `None` for hosts).
     mmu: Vec<Option<SharedBuffer>>,
     // Per port and priority.
-    q: Vec<VecDeque<u32>>,
-    q_bytes: Vec<u64>,
-    deficit: Vec<u32>,
+    q: Vec<PrioQueue>,
     paused_since: Vec<SimTime>,
     // Per port.
     rr: Vec<u8>,
@@ -373,6 +371,30 @@ pub struct RoceState {
     storm: Vec<bool>,
 }
 
+/// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
+/// are read together on every enqueue and departure, so they share a cache line.
+#[derive(Clone, Debug, Default)]
+struct PrioQueue {
+    ids: VecDeque<u32>,
+    bytes: u64,
+    deficit: u32,
+}
+
+/// What DWRR needs of a queue: its deficit counter.
+trait Deficit {
+    fn deficit(&mut self) -> &mut u32;
+}
+impl Deficit for PrioQueue {
+    fn deficit(&mut self) -> &mut u32 {
+        &mut self.deficit
+    }
+}
+impl Deficit for u32 {
+    fn deficit(&mut self) -> &mut u32 {
+        self
+    }
+}
+
 /// Deficit weighted round-robin over the priorities in `eligible` (non-empty, not paused; at
 /// least one), from the round-robin position `rr`: the priority whose deficit covers its head
 /// packet (`head_wire(prio)` bytes) first, its deficit charged; `None` when the cap of
@@ -380,12 +402,12 @@ pub struct RoceState {
 /// `rr` one priority at a time, adding the quantum to an eligible priority that falls short;
 /// the steps over ineligible priorities are taken in one jump. Empty queues have a zero
 /// deficit (the callers reset it when a queue empties).
-fn dwrr_pick(
+fn dwrr_pick<D: Deficit>(
     eligible: u8,
     rr: &mut u8,
-    deficit: &mut [u32],
+    deficit: &mut [D],
     quantum: &[u32; NP],
-    head_wire: impl Fn(u8) -> u32,
+    head_wire: impl Fn(u8, &D) -> u32,
 ) -> Option<u8> {
     const CAP: usize = NP * 64;
     let mut steps = 0usize;
@@ -400,13 +422,14 @@ fn dwrr_pick(
         }
         steps += jump;
         prio = (prio + jump) % NP;
-        let head = head_wire(prio as u8);
-        if deficit[prio] >= head {
-            deficit[prio] -= head;
+        let head = head_wire(prio as u8, &deficit[prio]);
+        let d = deficit[prio].deficit();
+        if *d >= head {
+            *d -= head;
             *rr = prio as u8;
             return Some(prio as u8);
         }
-        deficit[prio] += quantum[prio];
+        *d += quantum[prio];
         steps += 1;
         prio = (prio + 1) % NP;
         if steps >= CAP {
@@ -468,7 +491,7 @@ impl RoceState {
 
     /// Bytes queued at (port, prio).
     pub fn queue_bytes(&self, port: u32, prio: u8) -> u64 {
-        self.q_bytes[Self::ix(port, prio)]
+        self.q[Self::ix(port, prio)].bytes
     }
     /// PFC frames received by `port` for `prio`, and the time it has been paused up to `now`.
     pub fn paused(&self, port: u32, prio: u8, now: SimTime) -> (u64, Duration) {
@@ -522,7 +545,7 @@ impl RoceState {
     pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
         self.q
             .iter()
-            .flat_map(|q| q.iter())
+            .flat_map(|q| q.ids.iter())
             .filter(|&&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
     }
@@ -671,9 +694,7 @@ impl Fabric {
         };
         self.roce = Some(Box::new(RoceState {
             mmu,
-            q: vec![VecDeque::new(); n_ports * NP],
-            q_bytes: vec![0; n_ports * NP],
-            deficit: vec![0; n_ports * NP],
+            q: vec![PrioQueue::default(); n_ports * NP],
             paused_since: vec![SimTime::MAX; n_ports * NP],
             paused_by: vec![u32::MAX; n_ports * NP],
             rr: vec![0; n_ports],
@@ -971,27 +992,23 @@ impl Fabric {
             dwrr_pick(
                 eligible,
                 &mut r.rr[p as usize],
-                &mut r.deficit[p as usize * NP..(p as usize + 1) * NP],
+                &mut r.q[p as usize * NP..(p as usize + 1) * NP],
                 &r.cfg.dwrr_quantum_bytes,
-                |prio| {
-                    self.packets
-                        .get(*r.q[RoceState::ix(p, prio)].front().expect("non-empty"))
-                        .wire_bytes
-                },
+                |_, q: &PrioQueue| self.packets.get(*q.ids.front().expect("non-empty")).wire_bytes,
             )?
         };
         let r = self.rs();
         let i = RoceState::ix(p, prio);
-        let id = r.q[i].pop_front().expect("picked queue has a packet");
-        if r.q[i].is_empty() {
-            r.deficit[i] = 0;
+        let id = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        if r.q[i].ids.is_empty() {
+            r.q[i].deficit = 0;
             r.nonempty[p as usize] &= !(1 << prio);
         }
         let pkt = *self.packets.get(id);
         let wire = pkt.wire_bytes as u64;
         let r = self.rs();
-        r.q_bytes[i] -= wire;
-        let left = r.q_bytes[i];
+        r.q[i].bytes -= wire;
+        let left = r.q[i].bytes;
         let mut mark = false;
         if pkt.kind == PacketKind::Data
             && let Some(red) = r.ecn.as_mut()
@@ -1276,16 +1293,16 @@ impl Fabric {
         if pkt.kind == PacketKind::Data
             && let Some(red) = r.ecn.as_mut()
         {
-            mark = red.mark_on_enqueue(out, r.q_bytes[i]);
+            mark = red.mark_on_enqueue(out, r.q[i].bytes);
         }
         if mark {
             r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
             r.totals.ecn_marked += 1;
         }
-        r.q[i].push_back(id);
+        r.q[i].ids.push_back(id);
         r.nonempty[out as usize] |= 1 << prio;
-        r.q_bytes[i] += wire;
-        let qb = r.q_bytes[i];
+        r.q[i].bytes += wire;
+        let qb = r.q[i].bytes;
         let st = &mut r.port_stats[out as usize];
         st.queue_max_bytes[prio as usize] = st.queue_max_bytes[prio as usize].max(qb);
         if mark {
@@ -1425,11 +1442,11 @@ impl Fabric {
             r.storm[i] = true;
             r.port_stats[x as usize].watchdog_storms += 1;
             r.totals.watchdog_storms += 1;
-            while let Some(id) = self.rs().q[i].pop_front() {
+            while let Some(id) = self.rs().q[i].ids.pop_front() {
                 let pkt = *self.packets.get(id);
                 let wire = pkt.wire_bytes as u64;
                 let r = self.roce.as_deref_mut().expect("RoCE fabric");
-                r.q_bytes[i] -= wire;
+                r.q[i].bytes -= wire;
                 let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
                 if let Some(edge) = mmu.release(pkt.ingress_port - base, x - base, prio, wire) {
                     r.pending_edges.push((pkt.ingress_port, prio, edge));
@@ -1441,7 +1458,7 @@ impl Fabric {
                 port.stats.queue_bytes.set(now, queued);
             }
             let r = self.rs();
-            r.deficit[i] = 0;
+            r.q[i].deficit = 0;
             r.nonempty[x as usize] &= !(1 << prio);
         }
         self.roce_flush_edges(s);
@@ -1496,6 +1513,7 @@ impl Fabric {
                 .filter(|&f| {
                     held(f, prio)
                         && r.q[RoceState::ix(f, prio)]
+                            .ids
                             .iter()
                             .any(|&id| self.packets.get(id).ingress_port == ingress)
                 })
@@ -1766,7 +1784,7 @@ mod tests {
             let rr0 = uniform(&mut rng, 0, NP as u32 - 1) as u8;
             let (mut rr_a, mut def_a) = (rr0, deficit);
             let (mut rr_b, mut def_b) = (rr0, deficit);
-            let a = dwrr_pick(eligible, &mut rr_a, &mut def_a, &quantum, |p| heads[p as usize]);
+            let a = dwrr_pick(eligible, &mut rr_a, &mut def_a, &quantum, |p, _| heads[p as usize]);
             let b = dwrr_stepwise(eligible, &mut rr_b, &mut def_b, &quantum, |p| heads[p as usize]);
             assert_eq!((a, rr_a), (b, rr_b), "case {case}");
             assert_eq!(def_a, def_b, "case {case}");
