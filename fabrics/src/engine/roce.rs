@@ -374,9 +374,12 @@ pub struct RoceState {
 /// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
 /// are read together on every enqueue and departure, so they share a cache line.
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 struct PrioQueue {
     ids: VecDeque<u32>,
     bytes: u64,
+    /// Largest `bytes` so far (`RocePortStats::queue_max_bytes` holds the same).
+    max_bytes: u64,
     deficit: u32,
 }
 
@@ -1280,8 +1283,11 @@ impl Fabric {
             }
             Admit::Accepted { edge } => {
                 let hr = mmu.ingress_bytes(x - base, prio).1;
-                let st = &mut r.port_stats[x as usize];
-                st.headroom_max_bytes = st.headroom_max_bytes.max(hr);
+                if hr > 0 {
+                    // Headroom is rarely in use: the port's counters stay out of the cache.
+                    let st = &mut r.port_stats[x as usize];
+                    st.headroom_max_bytes = st.headroom_max_bytes.max(hr);
+                }
                 if let Some(edge) = edge {
                     r.pending_edges.push((x, prio, edge));
                 }
@@ -1303,8 +1309,11 @@ impl Fabric {
         r.nonempty[out as usize] |= 1 << prio;
         r.q[i].bytes += wire;
         let qb = r.q[i].bytes;
-        let st = &mut r.port_stats[out as usize];
-        st.queue_max_bytes[prio as usize] = st.queue_max_bytes[prio as usize].max(qb);
+        if qb > r.q[i].max_bytes {
+            // A new maximum: mirrored into the port's counters (read by the reports) only then.
+            r.q[i].max_bytes = qb;
+            r.port_stats[out as usize].queue_max_bytes[prio as usize] = qb;
+        }
         if mark {
             self.packets.get_mut(id).marked = true;
         }
