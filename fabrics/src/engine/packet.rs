@@ -132,3 +132,14 @@ impl PacketArena {
         self.slots.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_fits_one_cache_line() {
+        // Every hop reads its packet: more than 64 bytes would be a second miss per hop.
+        assert!(std::mem::size_of::<Packet>() <= 64, "{} B", std::mem::size_of::<Packet>());
+    }
+}
