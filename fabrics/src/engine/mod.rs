@@ -1106,19 +1106,18 @@ impl Model for Fabric {
         }
     }
 
-    /// Brings the port of each of the next two events into the cache while this one is
-    /// handled: at scale the per-port state is far larger than the caches and nearly every
-    /// hop starts with a miss on its port (`docs/performance.md`).
+    /// Brings the port of the event after next into the cache while this one is handled (the
+    /// next one's was asked for during the previous event): at scale the per-port state is far
+    /// larger than the caches and nearly every hop starts with a miss on its port
+    /// (`docs/performance.md`).
     #[inline]
     fn prefetch(&self, next: Option<&Ev>, after: Option<&Ev>) {
-        for ev in [next, after].into_iter().flatten() {
-            if let Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p) = *ev
-                && let Some(port) = self.ports.get(p as usize)
-            {
-                // Touch both hot lines (`Port`'s layout): the loads start now and overlap
-                // with this event's work (no prefetch intrinsic: the workspace has no unsafe).
-                std::hint::black_box((port.busy_until, port.queued_bytes));
-            }
+        if let Some(Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p)) = after.or(next)
+            && let Some(port) = self.ports.get(*p as usize)
+        {
+            // Touch both hot lines (`Port`'s layout): the loads start now and overlap with
+            // this event's work (no prefetch intrinsic: the workspace has no unsafe code).
+            std::hint::black_box((port.busy_until, port.queued_bytes));
         }
     }
 

@@ -140,6 +140,10 @@ mod tests {
     #[test]
     fn a_packet_fits_one_cache_line() {
         // Every hop reads its packet: more than 64 bytes would be a second miss per hop.
-        assert!(std::mem::size_of::<Packet>() <= 64, "{} B", std::mem::size_of::<Packet>());
+        assert!(
+            std::mem::size_of::<Packet>() <= 64,
+            "{} B",
+            std::mem::size_of::<Packet>()
+        );
     }
 }
