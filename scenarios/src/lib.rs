@@ -27,6 +27,7 @@ pub mod files;
 pub mod ib_report;
 pub mod interrupt;
 pub mod locate;
+pub mod outcome;
 pub mod regression;
 pub mod report;
 pub mod results_dir;

@@ -16,14 +16,6 @@ pub const SUMMARY_SCHEMA: &str = "fabricsim.summary/1";
 /// only stop the CLI's progress callback asks for.
 pub const OUTCOME_INTERRUPTED: &str = "interrupted";
 
-/// `run.outcome` for `o`.
-pub fn outcome_name(o: sim_core::RunOutcome) -> &'static str {
-    match o {
-        sim_core::RunOutcome::Stopped => OUTCOME_INTERRUPTED,
-        o => o.as_str(),
-    }
-}
-
 /// `summary.json`. Field order is the order written. Times are in nanoseconds (decimal).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Summary {
@@ -74,9 +66,10 @@ pub struct TopologyInfo {
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RunInfo {
-    /// Why the run stopped: `finished`, `drained`, `end_time`, `event_budget`, `wall_clock_budget`.
+    /// What happened: `completed`, `deadlocked`, `stalled`, `end_time`, `event_budget`,
+    /// `wall_clock_budget`, `interrupted` ([`crate::outcome::Outcome`]).
     pub outcome: &'static str,
-    /// `false` when a budget cut the run short: the results are partial.
+    /// `false` when a budget or a signal cut the run short: the results are partial.
     pub complete: bool,
     pub sim_time_ns: f64,
     pub events: u64,
@@ -372,6 +365,7 @@ pub fn summarize(
 ) -> Summary {
     let t = fabric.totals();
     let end = report.end;
+    let outcome = crate::outcome::Outcome::of(report, fabric);
     let rows = port_rows(fabric, topo, end);
     let recs = fabric.flow_records();
     let line_rate = |r: &FlowRecord| {
@@ -395,8 +389,8 @@ pub fn summarize(
             links: topo.n_links(),
         },
         run: RunInfo {
-            outcome: outcome_name(report.outcome),
-            complete: report.outcome.is_complete(),
+            outcome: outcome.as_str(),
+            complete: outcome.complete(),
             sim_time_ns: ps_to_ns(end.ps()),
             events: report.events,
             link_hops: t.link_hops,
@@ -579,11 +573,7 @@ pub fn terminal_table(s: &Summary) -> String {
         f(Some(s.run.sim_time_ns)),
         s.run.events,
         s.run.link_hops,
-        match (s.run.complete, s.run.outcome) {
-            (true, _) => "",
-            (false, OUTCOME_INTERRUPTED) => "  (PARTIAL: interrupted)",
-            (false, _) => "  (PARTIAL: a budget ran out)",
-        }
+        crate::outcome::Outcome::parse(s.run.outcome).map_or("", crate::outcome::Outcome::note)
     );
     let _ = writeln!(o);
     let _ = writeln!(
