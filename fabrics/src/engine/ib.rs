@@ -222,9 +222,11 @@ impl IbState {
             } else {
                 cfg.vl_buffer_blocks
             };
-            rx_init.push(rx as u64);
+            // What the receiver advertises beyond what it has received is capped at the window.
+            let advertised = (rx as u64).min(cfg.max_credit_window);
+            rx_init.push(advertised);
             for _ in 0..nv {
-                fccl.push(rx as u64);
+                fccl.push(advertised);
                 free_blocks.push(own);
             }
         }
@@ -445,7 +447,7 @@ impl Fabric {
             ib.pool_lent[i] += lend;
             ib.free_blocks[i] += lend;
         }
-        let fccl = ib.abr[i] + ib.free_blocks[i] as u64;
+        let fccl = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
         ib.fc_state[i] = FcState::Idle;
         ib.fc_last_sent[i] = now;
         ib.port_stats[x as usize].fc_packets_tx += 1;
