@@ -36,6 +36,10 @@ pub struct Summary {
     /// InfiniBand: the congestion tree, longest credit stalls first (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub congestion_tree: Vec<crate::ib_report::TreeEdge>,
+    /// InfiniBand: the cycle of credit-starved output port/VL pairs of a run that ended
+    /// `deadlocked` with packets held (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credit_deadlock: Option<crate::ib_report::CreditDeadlock>,
     /// RoCEv2: the pause tree, breadth-first from its roots (absent when nothing paused).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pause_tree: Vec<crate::roce_report::TreeEdge>,
@@ -424,6 +428,12 @@ pub fn summarize(
             .ib()
             .map(|ib| crate::ib_report::congestion_tree(ib, fabric, topo, n_hotspots))
             .unwrap_or_default(),
+        credit_deadlock: match (outcome, fabric.ib()) {
+            (crate::outcome::Outcome::Deadlocked, Some(ib)) if fabric.roce().is_none_or(|r| r.deadlock.is_none()) => {
+                crate::ib_report::credit_deadlock(ib, fabric, topo)
+            }
+            _ => None,
+        },
         pause_tree: fabric
             .roce()
             .map(|r| crate::roce_report::pause_tree(r, fabric, topo, end, n_hotspots))
@@ -647,6 +657,18 @@ pub fn terminal_table(s: &Summary) -> String {
                 e.waits_for,
                 e.stall_ns / 1e3
             );
+        }
+    }
+    if let Some(d) = &s.credit_deadlock {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "credit deadlock: {} output port/VL pairs wait for each other's credits in a cycle, formed at {:.3}us",
+            d.cycle.len(),
+            d.formed_ns / 1e3
+        );
+        for l in &d.cycle {
+            let _ = writeln!(o, "  {:<28} VL {}", l.port, l.vl);
         }
     }
     if !s.pause_tree.is_empty() {

@@ -89,12 +89,38 @@ fn ib_credit_deadlock_is_deadlocked_with_exit_3_and_updown_completes() {
     assert_eq!(sm["flows"]["completed"], 0);
     assert!(sm["packets"]["in_network"].as_u64().unwrap() > 0);
     assert!(stdout.contains("run        deadlocked at"), "{stdout}");
+    // The cycle: the five ring links clockwise, VL 0, each waiting for the next one's credits.
+    let d = &sm["credit_deadlock"];
+    let cycle: Vec<(&str, u64)> = d["cycle"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no credit_deadlock: {sm:#}"))
+        .iter()
+        .map(|l| (l["port"].as_str().unwrap(), l["vl"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        cycle,
+        [
+            ("s0 -> s1", 0),
+            ("s1 -> s2", 0),
+            ("s2 -> s3", 0),
+            ("s3 -> s4", 0),
+            ("s4 -> s0", 0)
+        ],
+        "{d:#}"
+    );
+    let formed = d["formed_ns"].as_f64().unwrap();
+    assert!(
+        formed > 0.0 && formed <= sm["run"]["sim_time_ns"].as_f64().unwrap(),
+        "{d:#}"
+    );
+    assert!(stdout.contains("credit deadlock: 5 output port/VL pairs"), "{stdout}");
     // up*/down* routes break the cycle: every flow completes, exit 0.
     std::fs::write(&file, ib_ring("updown")).unwrap();
     let (code, stdout, sm) = run(&file, &dir.path().join("out2"));
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(sm["run"]["outcome"], "completed", "{sm:#}");
     assert_eq!(sm["flows"]["completed"], 5);
+    assert!(sm.get("credit_deadlock").is_none(), "{sm:#}");
 }
 
 /// The lossy base fabric loses packets and has no retransmission: the run drains with flows

@@ -340,6 +340,19 @@ impl IbState {
         self.pfc_free_blocks[x as usize] = (headroom_blocks, headroom_blocks + resume_blocks);
     }
 
+    /// Read by the credit-deadlock detector (`crate::ib::deadlock`) after a run, never per
+    /// event: the input ports whose head packet waits for output (`p`, `vl`), oldest first
+    /// (input-FIFO switches; a `voq` node's waiting packets are not listed here).
+    pub fn requesters(&self, p: u32, vl: u8) -> impl Iterator<Item = u32> + '_ {
+        self.requests[self.ix(p, vl)].iter().copied()
+    }
+
+    /// Since when output (`p`, `vl`) has been waiting for credits (`None`: not stalled).
+    pub fn credit_stall_since(&self, p: u32, vl: u8) -> Option<SimTime> {
+        let t = self.stall_since[self.ix(p, vl)];
+        (t != SimTime::MAX).then_some(t)
+    }
+
     /// Number of data VLs.
     pub fn n_vls(&self) -> u8 {
         self.nv as u8
