@@ -53,6 +53,9 @@ pub const MAX_LINK_DELAY: Duration = Duration::from_ms(1000);
 /// Longest protocol timer a scenario may set (CNP interval, PFC watchdog, rate sampling): the
 /// longest run, so that `now + timer` always fits a `SimTime`.
 pub const MAX_TIMER: Duration = MAX_END_TIME;
+/// Default `run.memory_limit`: the largest estimated route-table memory (1 GiB: a cluster of
+/// 1,024 HGX servers fits, 0.9 GiB; 2,048 need 3.6 GiB and minutes to build).
+pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
 /// Largest size of a flow-size CDF file.
 pub const MAX_CDF_BYTES: u64 = 1 << 20;
 /// CNP interval of the ConnectX firmware preset: 4 µs (models.md §2.5.2, recalled).
@@ -206,6 +209,7 @@ impl Loaded {
                 .map_err(|e| self.err(&format!("workload[{i}].algorithm"), e.to_string()))?;
             layout.nvls_host = Some(h);
         }
+        self.check_route_memory(&topology)?;
         let routes = match (self.spanning_tree(&topology)?, self.scenario.fabric.routing) {
             (Some(tree), _) => Routes::try_tree(&topology, &tree),
             (None, RoutingSpec::Updown) => Routes::try_updown(&topology),
@@ -795,6 +799,38 @@ impl Loaded {
             device_latency: fabrics::engine::DeviceLatency::default(),
             crossbar: self.crossbar()?,
         })
+    }
+
+    /// Refuses, before anything is allocated for them, route tables larger than
+    /// `run.memory_limit` (issue 14/15: `validate` of 4,096 HGX servers tried to allocate 15 GB
+    /// and aborted). The tables are dense: one 4-B group id per (forwarding node, leaf switch)
+    /// (`fabrics::routing::Routes`), and building them takes one BFS per leaf.
+    fn check_route_memory(&self, topo: &Topology) -> Result<(), ScenarioError> {
+        let limit = self
+            .scenario
+            .run
+            .memory_limit
+            .map_or(DEFAULT_MEMORY_LIMIT, |s| s.get().get());
+        let rows = (topo.n_nodes() - topo.n_hosts()) as u64;
+        let leaves = topo.leaves().len() as u64;
+        let bytes = rows.saturating_mul(leaves).saturating_mul(4);
+        if bytes <= limit {
+            return Ok(());
+        }
+        let field = if self.scenario.run.memory_limit.is_some() {
+            "run.memory_limit"
+        } else {
+            "topology"
+        };
+        Err(self.err(
+            field,
+            format!(
+                "the route tables of this fabric would take about {} ({rows} forwarding nodes x {leaves} leaf switches \
+                 x 4 B), more than run.memory_limit = {}: use a smaller topology or raise run.memory_limit",
+                format_args!("{:.1}GiB", bytes as f64 / (1u64 << 30) as f64),
+                crate::units::SizeSpec::new(sim_core::Bytes(limit)),
+            ),
+        ))
     }
 
     /// `[fabric.roce]` into the engine's [`RoceConfig`], every value range-checked.

@@ -1374,6 +1374,38 @@ fn roce_pfc_and_timer_values_out_of_range_are_refused_with_the_range() {
         .says(&["expected a one-way delay of at most 1s", "got 18446744s"]);
 }
 
+/// Issue 14/15: `validate` of a cluster of 4,096 HGX servers tried to allocate 15 GB of route
+/// tables and aborted. The tables' size is estimated from the topology first and refused over
+/// `run.memory_limit` (default 1 GiB), before anything is allocated for them; the limit is
+/// settable. (This test returns in well under a second only because nothing is allocated.)
+#[test]
+fn route_tables_over_the_memory_limit_are_refused_before_allocation() {
+    let text = with_topology(
+        "[topology]\nkind = \"cluster\"\nservers = 4096\nserver = \"hgx_h100\"\nk = 64\n\
+         nic_link = { rate = \"400Gbps\", cable_m = 5 }\nfabric_link = { rate = \"400Gbps\", cable_m = 20 }\n",
+    );
+    invalid("huge_cluster.toml", &text).field("topology").says(&[
+        "the route tables of this fabric would take about",
+        "GiB",
+        "more than run.memory_limit = 1GiB",
+    ]);
+    // The k=4 fat-tree's tables: 20 forwarding nodes x 8 leaves x 4 B = 640 B.
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"512B\"");
+    invalid("small_limit.toml", &text)
+        .at(pos(&text, "memory_limit = ", "\"512B\""))
+        .field("run.memory_limit")
+        .says(&[
+            "(20 forwarding nodes x 8 leaf switches x 4 B)",
+            "more than run.memory_limit = 512B",
+        ]);
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"640B\"");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("limit_ok.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, _, err) = validate(&file, false, &text);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Issue 14: a CDF file that is `/dev/zero` was read to 2 GB before the error, and a FIFO hung
 /// `validate` forever. Both are refused from their metadata, before they are opened.
 #[test]
