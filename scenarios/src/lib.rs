@@ -28,6 +28,7 @@ pub mod ib_report;
 pub mod interrupt;
 pub mod locate;
 pub mod outcome;
+pub mod proc_stats;
 pub mod regression;
 pub mod report;
 pub mod results_dir;

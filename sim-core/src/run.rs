@@ -21,6 +21,12 @@ pub trait Model {
     fn finished(&self) -> bool {
         false
     }
+
+    /// A hint before `handle`: `next` is likely the event after the one being handled and
+    /// `after` the one after that. A model may prefetch their state into the cache; it must
+    /// not change anything (the hint can be wrong).
+    #[inline]
+    fn prefetch(&self, _next: Option<&Self::Event>, _after: Option<&Self::Event>) {}
 }
 
 /// Limits of one run. `None` means unlimited for that budget.
@@ -142,6 +148,7 @@ where
             sched.advance_to(end_time);
             break RunOutcome::EndTime;
         };
+        model.prefetch(sched.peek_ahead(0), sched.peek_ahead(1));
         model.handle(sched, ev);
         events += 1;
         if model.finished() {

@@ -51,6 +51,12 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
     }
 
     /// Events handed out by [`Scheduler::pop`] so far.
+    /// A likely upcoming event (see [`EventQueue::peek_ahead`]): for prefetching only.
+    #[inline]
+    pub fn peek_ahead(&self, ahead: usize) -> Option<&E> {
+        self.queue.peek_ahead(ahead)
+    }
+
     pub fn events_popped(&self) -> u64 {
         self.n_popped
     }

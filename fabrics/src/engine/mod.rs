@@ -1106,6 +1106,22 @@ impl Model for Fabric {
         }
     }
 
+    /// Brings the port of each of the next two events into the cache while this one is
+    /// handled: at scale the per-port state is far larger than the caches and nearly every
+    /// hop starts with a miss on its port (`docs/performance.md`).
+    #[inline]
+    fn prefetch(&self, next: Option<&Ev>, after: Option<&Ev>) {
+        for ev in [next, after].into_iter().flatten() {
+            if let Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p) = *ev
+                && let Some(port) = self.ports.get(p as usize)
+            {
+                // Touch both hot lines (`Port`'s layout): the loads start now and overlap
+                // with this event's work (no prefetch intrinsic: the workspace has no unsafe).
+                std::hint::black_box((port.busy_until, port.queued_bytes));
+            }
+        }
+    }
+
     /// All flows completed, or (RoCEv2) a deadlock was detected.
     fn finished(&self) -> bool {
         self.totals.flows_completed as usize == self.flows.len()

@@ -47,38 +47,43 @@ impl Framing {
 }
 
 /// One direction of a link, seen from the node that sends on it.
+///
+/// Laid out for the hot path (`repr(C)`, cache-line aligned): the first line holds what
+/// putting a packet on the link and taking it off read (serializer, link timing, pipe), the
+/// second the addressing, devices and queue occupancy; counters and the rarer queues follow.
+#[repr(C, align(64))]
 pub struct Port {
-    /// Node that owns this port.
-    pub node: u32,
-    /// Node at the far end and the id of the port there that sends back to us.
-    pub peer_node: u32,
-    pub peer_port: u32,
+    /// The serializer is busy until this time.
+    pub busy_until: SimTime,
     pub rate: BitsPerSec,
     pub delay: Duration,
     /// Extra delay after a packet is fully received at the far end before it joins an
     /// output queue there (the peer switch's port-to-port latency; zero at hosts).
     pub peer_latency: Duration,
-    /// The serializer is busy until this time.
-    pub busy_until: SimTime,
-    /// A `TxDone` event is scheduled for `busy_until`.
-    pub txdone_pending: bool,
-    /// Packet ids waiting to be sent, FIFO.
-    pub queue: VecDeque<u32>,
-    pub queued_bytes: u64,
     /// Packets on the wire towards the peer, by arrival time at the peer's output queue.
     pub pipe: Pipe<u32>,
-    /// Link-level control frames on the wire (InfiniBand flow-control packets, PFC PAUSE), by
-    /// arrival time at the peer's MAC. They follow the data on the wire but are consumed on
-    /// arrival, while data then still spends the peer's port-to-port latency: one FIFO for
-    /// both would hold a PAUSE back by that latency.
-    pub ctrl_pipe: Pipe<u32>,
-    pub stats: PortStats,
+    /// Node that owns this port.
+    pub node: u32,
+    /// Node at the far end and the id of the port there that sends back to us.
+    pub peer_node: u32,
+    pub peer_port: u32,
     /// How this link frames packets (see [`Framing`]).
     pub framing: Framing,
     /// The device of this port's node and of the peer node (`device.rs`), kept here because
     /// every hop dispatches on them.
     pub device: super::Device,
     pub peer_device: super::Device,
+    /// A `TxDone` event is scheduled for `busy_until`.
+    pub txdone_pending: bool,
+    pub queued_bytes: u64,
+    pub stats: PortStats,
+    /// Packet ids waiting to be sent, FIFO.
+    pub queue: VecDeque<u32>,
+    /// Link-level control frames on the wire (InfiniBand flow-control packets, PFC PAUSE), by
+    /// arrival time at the peer's MAC. They follow the data on the wire but are consumed on
+    /// arrival, while data then still spends the peer's port-to-port latency: one FIFO for
+    /// both would hold a PAUSE back by that latency.
+    pub ctrl_pipe: Pipe<u32>,
 }
 
 impl Port {
@@ -114,6 +119,14 @@ impl Port {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hot_fields_share_the_first_cache_lines() {
+        // The serializer and pipe in line 0, addressing and devices in line 1 (see `Port`).
+        assert_eq!(std::mem::offset_of!(Port, pipe), 32);
+        assert!(std::mem::offset_of!(Port, queued_bytes) < 128);
+        assert_eq!(std::mem::align_of::<Port>(), 64);
+    }
 
     #[test]
     fn link_framing_of_a_network_packet() {

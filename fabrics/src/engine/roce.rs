@@ -314,12 +314,12 @@ pub struct RoceState {
     /// MMU of each switch (by node; `None` for hosts).
     mmu: Vec<Option<SharedBuffer>>,
     // Per port and priority.
-    q: Vec<VecDeque<u32>>,
-    q_bytes: Vec<u64>,
-    deficit: Vec<u32>,
+    q: Vec<PrioQueue>,
     paused_since: Vec<SimTime>,
     // Per port.
     rr: Vec<u8>,
+    /// Bit `prio` set: the queue of (port, prio) holds a packet.
+    nonempty: Vec<u8>,
     pfc_tx: Vec<PfcSender>,
     pfc_rx: Vec<PfcReceiver>,
     /// Encoded PFC frame waiting for the port's transmitter (0 = none).
@@ -369,6 +369,74 @@ pub struct RoceState {
     qp: Vec<bool>,
     /// (port, priority) in a watchdog storm.
     storm: Vec<bool>,
+}
+
+/// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
+/// are read together on every enqueue and departure, so they share a cache line.
+#[derive(Clone, Debug, Default)]
+struct PrioQueue {
+    ids: VecDeque<u32>,
+    bytes: u64,
+    deficit: u32,
+}
+
+/// What DWRR needs of a queue: its deficit counter.
+trait Deficit {
+    fn deficit(&mut self) -> &mut u32;
+}
+impl Deficit for PrioQueue {
+    fn deficit(&mut self) -> &mut u32 {
+        &mut self.deficit
+    }
+}
+impl Deficit for u32 {
+    fn deficit(&mut self) -> &mut u32 {
+        self
+    }
+}
+
+/// Deficit weighted round-robin over the priorities in `eligible` (non-empty, not paused; at
+/// least one), from the round-robin position `rr`: the priority whose deficit covers its head
+/// packet (`head_wire(prio)` bytes) first, its deficit charged; `None` when the cap of
+/// `NP * 64` steps runs out first (quanta far below the frame size). Equivalent to stepping
+/// `rr` one priority at a time, adding the quantum to an eligible priority that falls short;
+/// the steps over ineligible priorities are taken in one jump. Empty queues have a zero
+/// deficit (the callers reset it when a queue empties).
+fn dwrr_pick<D: Deficit>(
+    eligible: u8,
+    rr: &mut u8,
+    deficit: &mut [D],
+    quantum: &[u32; NP],
+    head_wire: impl Fn(u8, &D) -> u32,
+) -> Option<u8> {
+    const CAP: usize = NP * 64;
+    let mut steps = 0usize;
+    let mut prio = *rr as usize;
+    loop {
+        // Distance to the next eligible priority, cyclically from `prio`.
+        let rot = eligible.rotate_right(prio as u32);
+        let jump = rot.trailing_zeros() as usize;
+        if steps + jump >= CAP {
+            *rr = ((prio + CAP - steps) % NP) as u8;
+            return None;
+        }
+        steps += jump;
+        prio = (prio + jump) % NP;
+        let head = head_wire(prio as u8, &deficit[prio]);
+        let d = deficit[prio].deficit();
+        if *d >= head {
+            *d -= head;
+            *rr = prio as u8;
+            return Some(prio as u8);
+        }
+        *d += quantum[prio];
+        steps += 1;
+        prio = (prio + 1) % NP;
+        if steps >= CAP {
+            *rr = prio as u8;
+            return None;
+        }
+    }
 }
 
 /// Encodes a PFC frame whose pausing priorities all carry the same quanta.
@@ -423,7 +491,7 @@ impl RoceState {
 
     /// Bytes queued at (port, prio).
     pub fn queue_bytes(&self, port: u32, prio: u8) -> u64 {
-        self.q_bytes[Self::ix(port, prio)]
+        self.q[Self::ix(port, prio)].bytes
     }
     /// PFC frames received by `port` for `prio`, and the time it has been paused up to `now`.
     pub fn paused(&self, port: u32, prio: u8, now: SimTime) -> (u64, Duration) {
@@ -477,7 +545,7 @@ impl RoceState {
     pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
         self.q
             .iter()
-            .flat_map(|q| q.iter())
+            .flat_map(|q| q.ids.iter())
             .filter(|&&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
     }
@@ -626,12 +694,11 @@ impl Fabric {
         };
         self.roce = Some(Box::new(RoceState {
             mmu,
-            q: vec![VecDeque::new(); n_ports * NP],
-            q_bytes: vec![0; n_ports * NP],
-            deficit: vec![0; n_ports * NP],
+            q: vec![PrioQueue::default(); n_ports * NP],
             paused_since: vec![SimTime::MAX; n_ports * NP],
             paused_by: vec![u32::MAX; n_ports * NP],
             rr: vec![0; n_ports],
+            nonempty: vec![0; n_ports],
             pfc_tx,
             pfc_rx,
             pfc_pending: vec![0; n_ports],
@@ -791,9 +858,18 @@ impl Fabric {
         self.roce_try_start(s, p);
     }
 
-    /// Puts packet `id` on port `p` now and arms `TxDone` for its end.
+    /// Puts packet `id` on port `p` now and arms `TxDone` for its end, unless `p` is a switch
+    /// port with nothing left to send (an arrival or a PFC edge kicks it, and the kick arms
+    /// `TxDone` for the same instant: one event fewer per hop, the same order, as `TxDone(p)`
+    /// is the only event of its origin).
     fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let done = self.transmit(s, p, id, SimTime::ZERO);
+        if self.ports[p as usize].device == Device::RoceSwitch && self.link_fc[p as usize] != LinkFc::Credit {
+            let r = self.rr();
+            if r.nonempty[p as usize] == 0 && r.pfc_pending[p as usize] == 0 {
+                return;
+            }
+        }
         self.roce_wake_at(s, p, done);
     }
 
@@ -888,59 +964,51 @@ impl Fabric {
 
     /// Strict priority, then DWRR: the next packet of switch port `p`, dequeued (MMU release,
     /// ECN at dequeue, XON).
+    ///
+    /// Works on the port's mask of non-empty priority queues, so a departure costs a few bit
+    /// operations whatever the number of priorities; the DWRR walk jumps over priorities that
+    /// cannot send and keeps the step count of the plain round-robin (the cap on passes for
+    /// small quanta and the final round-robin position are the same).
     fn roce_switch_pick(&mut self, now: SimTime, p: u32) -> Option<u32> {
-        let r = self.rr();
+        let r = self.roce.as_deref_mut().expect("RoCE fabric");
         let rx = &r.pfc_rx[p as usize];
-        let ready = |prio: u8| !r.q[RoceState::ix(p, prio)].is_empty() && rx.may_send(prio, now);
-        let mut pick = None;
-        for prio in (0..NP as u8).rev() {
-            if r.cfg.strict_mask & (1 << prio) != 0 && ready(prio) {
-                pick = Some(prio);
-                break;
+        let mut ready = 0u8;
+        let mut waiting = r.nonempty[p as usize];
+        while waiting != 0 {
+            let prio = waiting.trailing_zeros() as u8;
+            waiting &= waiting - 1;
+            if rx.may_send(prio, now) {
+                ready |= 1 << prio;
             }
         }
-        if pick.is_none() {
-            let dwrr = !r.cfg.strict_mask;
-            let any = (0..NP as u8).any(|pr| dwrr & (1 << pr) != 0 && ready(pr));
-            if !any {
+        let strict = ready & r.cfg.strict_mask;
+        let prio = if strict != 0 {
+            7 - strict.leading_zeros() as u8
+        } else {
+            let eligible = ready & !r.cfg.strict_mask;
+            if eligible == 0 {
                 return None;
             }
-            let quanta = r.cfg.dwrr_quantum_bytes;
-            let r = self.roce.as_deref_mut().expect("RoCE fabric");
-            let packets = &self.packets;
-            // Two passes suffice when every quantum covers a maximum frame; more are allowed
-            // for small quanta.
-            for _ in 0..NP * 64 {
-                let prio = r.rr[p as usize];
-                let i = RoceState::ix(p, prio);
-                let eligible =
-                    dwrr & (1 << prio) != 0 && !r.q[i].is_empty() && r.pfc_rx[p as usize].may_send(prio, now);
-                if eligible {
-                    let head = packets.get(*r.q[i].front().expect("non-empty")).wire_bytes;
-                    if r.deficit[i] >= head {
-                        r.deficit[i] -= head;
-                        pick = Some(prio);
-                        break;
-                    }
-                    r.deficit[i] += quanta[prio as usize];
-                } else if r.q[i].is_empty() {
-                    r.deficit[i] = 0;
-                }
-                r.rr[p as usize] = (prio + 1) % NP as u8;
-            }
-        }
-        let prio = pick?;
+            dwrr_pick(
+                eligible,
+                &mut r.rr[p as usize],
+                &mut r.q[p as usize * NP..(p as usize + 1) * NP],
+                &r.cfg.dwrr_quantum_bytes,
+                |_, q: &PrioQueue| self.packets.get(*q.ids.front().expect("non-empty")).wire_bytes,
+            )?
+        };
         let r = self.rs();
         let i = RoceState::ix(p, prio);
-        let id = r.q[i].pop_front().expect("picked queue has a packet");
-        if r.q[i].is_empty() {
-            r.deficit[i] = 0;
+        let id = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        if r.q[i].ids.is_empty() {
+            r.q[i].deficit = 0;
+            r.nonempty[p as usize] &= !(1 << prio);
         }
         let pkt = *self.packets.get(id);
         let wire = pkt.wire_bytes as u64;
         let r = self.rs();
-        r.q_bytes[i] -= wire;
-        let left = r.q_bytes[i];
+        r.q[i].bytes -= wire;
+        let left = r.q[i].bytes;
         let mut mark = false;
         if pkt.kind == PacketKind::Data
             && let Some(red) = r.ecn.as_mut()
@@ -1225,15 +1293,16 @@ impl Fabric {
         if pkt.kind == PacketKind::Data
             && let Some(red) = r.ecn.as_mut()
         {
-            mark = red.mark_on_enqueue(out, r.q_bytes[i]);
+            mark = red.mark_on_enqueue(out, r.q[i].bytes);
         }
         if mark {
             r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
             r.totals.ecn_marked += 1;
         }
-        r.q[i].push_back(id);
-        r.q_bytes[i] += wire;
-        let qb = r.q_bytes[i];
+        r.q[i].ids.push_back(id);
+        r.nonempty[out as usize] |= 1 << prio;
+        r.q[i].bytes += wire;
+        let qb = r.q[i].bytes;
         let st = &mut r.port_stats[out as usize];
         st.queue_max_bytes[prio as usize] = st.queue_max_bytes[prio as usize].max(qb);
         if mark {
@@ -1373,11 +1442,11 @@ impl Fabric {
             r.storm[i] = true;
             r.port_stats[x as usize].watchdog_storms += 1;
             r.totals.watchdog_storms += 1;
-            while let Some(id) = self.rs().q[i].pop_front() {
+            while let Some(id) = self.rs().q[i].ids.pop_front() {
                 let pkt = *self.packets.get(id);
                 let wire = pkt.wire_bytes as u64;
                 let r = self.roce.as_deref_mut().expect("RoCE fabric");
-                r.q_bytes[i] -= wire;
+                r.q[i].bytes -= wire;
                 let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
                 if let Some(edge) = mmu.release(pkt.ingress_port - base, x - base, prio, wire) {
                     r.pending_edges.push((pkt.ingress_port, prio, edge));
@@ -1388,7 +1457,9 @@ impl Fabric {
                 let queued = port.queued_bytes;
                 port.stats.queue_bytes.set(now, queued);
             }
-            self.rs().deficit[i] = 0;
+            let r = self.rs();
+            r.q[i].deficit = 0;
+            r.nonempty[x as usize] &= !(1 << prio);
         }
         self.roce_flush_edges(s);
     }
@@ -1442,6 +1513,7 @@ impl Fabric {
                 .filter(|&f| {
                     held(f, prio)
                         && r.q[RoceState::ix(f, prio)]
+                            .ids
                             .iter()
                             .any(|&id| self.packets.get(id).ingress_port == ingress)
                 })
@@ -1654,5 +1726,68 @@ impl Fabric {
             self.roce_go_back(s, f);
         }
         self.roce_rearm_flow(s, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::Rng;
+
+    /// Uniform in `lo..=hi` (the modulo bias does not matter to this test).
+    fn uniform(rng: &mut sim_core::SimRng, lo: u32, hi: u32) -> u32 {
+        lo + (rng.next_u64() % (hi - lo + 1) as u64) as u32
+    }
+
+    /// The round-robin of the engine before the jump: one priority per step.
+    fn dwrr_stepwise(
+        eligible: u8,
+        rr: &mut u8,
+        deficit: &mut [u32],
+        quantum: &[u32; NP],
+        head_wire: impl Fn(u8) -> u32,
+    ) -> Option<u8> {
+        for _ in 0..NP * 64 {
+            let prio = *rr;
+            if eligible & (1 << prio) != 0 {
+                let head = head_wire(prio);
+                if deficit[prio as usize] >= head {
+                    deficit[prio as usize] -= head;
+                    return Some(prio);
+                }
+                deficit[prio as usize] += quantum[prio as usize];
+            }
+            *rr = (prio + 1) % NP as u8;
+        }
+        None
+    }
+
+    #[test]
+    fn dwrr_jump_picks_what_stepping_picks() {
+        let mut rng = sim_core::RngStreams::new(7).stream(0);
+        for case in 0..20_000 {
+            let eligible = uniform(&mut rng, 1, 255) as u8;
+            let mut quantum = [0u32; NP];
+            let mut heads = [0u32; NP];
+            // Small quanta in some cases, so that the step cap is reached too.
+            let qmax = if case % 4 == 0 { 8 } else { 9000 };
+            for p in 0..NP {
+                quantum[p] = uniform(&mut rng, 1, qmax);
+                heads[p] = uniform(&mut rng, 64, 4200);
+            }
+            let mut deficit = [0u32; NP];
+            for (p, d) in deficit.iter_mut().enumerate() {
+                if eligible & (1 << p) != 0 {
+                    *d = uniform(&mut rng, 0, 4999);
+                }
+            }
+            let rr0 = uniform(&mut rng, 0, NP as u32 - 1) as u8;
+            let (mut rr_a, mut def_a) = (rr0, deficit);
+            let (mut rr_b, mut def_b) = (rr0, deficit);
+            let a = dwrr_pick(eligible, &mut rr_a, &mut def_a, &quantum, |p, _| heads[p as usize]);
+            let b = dwrr_stepwise(eligible, &mut rr_b, &mut def_b, &quantum, |p| heads[p as usize]);
+            assert_eq!((a, rr_a), (b, rr_b), "case {case}");
+            assert_eq!(def_a, def_b, "case {case}");
+        }
     }
 }

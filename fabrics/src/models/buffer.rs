@@ -244,16 +244,25 @@ pub enum Admit {
 /// [`SharedBuffer::recheck`] evaluates any other one.
 /// Egress accounting (bytes per egress port and priority) feeds ECN marking
 /// ([`SharedBuffer::egress_bytes`]).
+/// The account of one (ingress port, priority) in a [`SharedBuffer`].
+#[derive(Clone, Copy, Debug, Default)]
+struct IngressAccount {
+    /// Bytes in reserve + shared.
+    bytes: u64,
+    /// Bytes in headroom.
+    headroom_bytes: u64,
+    /// Holds its upstream paused.
+    paused: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct SharedBuffer {
     cfg: SharedBufferConfig,
-    /// Bytes in reserve + shared per (ingress port, priority).
-    ingress_bytes: Vec<u64>,
-    /// Bytes in headroom per (ingress port, priority).
-    headroom_used: Vec<u64>,
+    /// Per (ingress port, priority), one record: an admission or release reads and writes
+    /// all of it, so it is one cache line, not three.
+    ingress: Vec<IngressAccount>,
     /// Bytes per (egress port, priority).
     egress_bytes: Vec<u64>,
-    paused: Vec<bool>,
     shared_used: u64,
     /// Size of the shared pool: total − Σreserve − Σheadroom.
     shared_pool: u64,
@@ -269,10 +278,8 @@ impl SharedBuffer {
         let n = cfg.n_ports() * N_PRIORITIES;
         SharedBuffer {
             shared_pool: cfg.total_bytes - cfg.total_reserve_bytes() - cfg.total_headroom_bytes(),
-            ingress_bytes: vec![0; n],
-            headroom_used: vec![0; n],
+            ingress: vec![IngressAccount::default(); n],
             egress_bytes: vec![0; n],
-            paused: vec![false; n],
             shared_used: 0,
             drops: [0; 3],
             cfg,
@@ -308,7 +315,7 @@ impl SharedBuffer {
     }
 
     fn shared_of(&self, i: usize) -> u64 {
-        self.ingress_bytes[i].saturating_sub(self.cfg.reserve_bytes)
+        self.ingress[i].bytes.saturating_sub(self.cfg.reserve_bytes)
     }
 
     /// A packet of `bytes` that came in on `ingress` with priority `prio` joins the queue of
@@ -318,7 +325,7 @@ impl SharedBuffer {
         let e = self.idx(egress, prio);
         let lossless = self.is_lossless(prio);
         let reserve = self.cfg.reserve_bytes;
-        let new_bytes = self.ingress_bytes[i] + bytes;
+        let new_bytes = self.ingress[i].bytes + bytes;
         let mut to_headroom = false;
         if new_bytes > reserve {
             let shared_after = new_bytes - reserve;
@@ -335,7 +342,7 @@ impl SharedBuffer {
                     self.drops[cause as usize] += 1;
                     return Admit::Dropped(cause);
                 }
-                if self.headroom_used[i] + bytes > self.cfg.headroom_bytes {
+                if self.ingress[i].headroom_bytes + bytes > self.cfg.headroom_bytes {
                     self.drops[DropCause::HeadroomFull as usize] += 1;
                     return Admit::Dropped(DropCause::HeadroomFull);
                 }
@@ -345,9 +352,9 @@ impl SharedBuffer {
             }
         }
         if to_headroom {
-            self.headroom_used[i] += bytes;
+            self.ingress[i].headroom_bytes += bytes;
         } else {
-            self.ingress_bytes[i] = new_bytes;
+            self.ingress[i].bytes = new_bytes;
         }
         self.egress_bytes[e] += bytes;
         let edge = if lossless {
@@ -367,10 +374,10 @@ impl SharedBuffer {
     pub fn release(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> Option<crate::models::pfc::PfcEdge> {
         let i = self.idx(ingress, prio);
         let e = self.idx(egress, prio);
-        let from_headroom = self.headroom_used[i].min(bytes);
+        let from_headroom = self.ingress[i].headroom_bytes.min(bytes);
         let from_ingress = bytes - from_headroom;
         assert!(
-            from_ingress <= self.ingress_bytes[i],
+            from_ingress <= self.ingress[i].bytes,
             "MMU release of {bytes} B exceeds what (port {ingress}, prio {prio}) holds"
         );
         assert!(
@@ -378,8 +385,8 @@ impl SharedBuffer {
             "MMU release of {bytes} B exceeds egress (port {egress}, prio {prio})"
         );
         let from_shared = from_ingress.min(self.shared_of(i));
-        self.headroom_used[i] -= from_headroom;
-        self.ingress_bytes[i] -= from_ingress;
+        self.ingress[i].headroom_bytes -= from_headroom;
+        self.ingress[i].bytes -= from_ingress;
         self.shared_used -= from_shared;
         self.egress_bytes[e] -= bytes;
         if self.is_lossless(prio) {
@@ -403,12 +410,13 @@ impl SharedBuffer {
         let i = self.idx(port, prio);
         let t = self.threshold_bytes(port);
         let shared = self.shared_of(i);
-        if !self.paused[i] && (self.headroom_used[i] > 0 || shared >= t) {
-            self.paused[i] = true;
+        let a = &mut self.ingress[i];
+        if !a.paused && (a.headroom_bytes > 0 || shared >= t) {
+            a.paused = true;
             return Some(PfcEdge::Xoff);
         }
-        if self.paused[i] && self.headroom_used[i] == 0 && (shared == 0 || shared + self.cfg.resume_offset_bytes <= t) {
-            self.paused[i] = false;
+        if a.paused && a.headroom_bytes == 0 && (shared == 0 || shared + self.cfg.resume_offset_bytes <= t) {
+            a.paused = false;
             return Some(PfcEdge::Xon);
         }
         None
@@ -416,7 +424,7 @@ impl SharedBuffer {
 
     /// Whether (ingress port, priority) holds its upstream paused.
     pub fn is_paused(&self, port: u32, prio: u8) -> bool {
-        self.paused[self.idx(port, prio)]
+        self.ingress[self.idx(port, prio)].paused
     }
     /// Bytes queued for (egress port, priority): the ECN marking input.
     pub fn egress_bytes(&self, port: u32, prio: u8) -> u64 {
@@ -425,7 +433,7 @@ impl SharedBuffer {
     /// Bytes (reserve + shared, headroom) held for (ingress port, priority).
     pub fn ingress_bytes(&self, port: u32, prio: u8) -> (u64, u64) {
         let i = self.idx(port, prio);
-        (self.ingress_bytes[i], self.headroom_used[i])
+        (self.ingress[i].bytes, self.ingress[i].headroom_bytes)
     }
     /// Bytes of the shared pool in use, and its size.
     pub fn shared_used(&self) -> (u64, u64) {
@@ -440,14 +448,17 @@ impl SharedBuffer {
     /// shared use equals the sum of per-(port, priority) excess over reserve, headroom within
     /// its limit). For tests and debug builds.
     pub fn check_invariants(&self) {
-        let ing: u64 = self.ingress_bytes.iter().sum::<u64>() + self.headroom_used.iter().sum::<u64>();
+        let ing: u64 = self.ingress.iter().map(|a| a.bytes + a.headroom_bytes).sum();
         let egr: u64 = self.egress_bytes.iter().sum();
         assert_eq!(ing, egr, "MMU: ingress bytes {ing} != egress bytes {egr}");
-        let shared: u64 = (0..self.ingress_bytes.len()).map(|i| self.shared_of(i)).sum();
+        let shared: u64 = (0..self.ingress.len()).map(|i| self.shared_of(i)).sum();
         assert_eq!(shared, self.shared_used, "MMU: shared-pool use out of sync");
         assert!(self.shared_used <= self.shared_pool, "MMU: shared pool overrun");
-        for (i, &h) in self.headroom_used.iter().enumerate() {
-            assert!(h <= self.cfg.headroom_bytes, "MMU: headroom of slot {i} overrun");
+        for (i, a) in self.ingress.iter().enumerate() {
+            assert!(
+                a.headroom_bytes <= self.cfg.headroom_bytes,
+                "MMU: headroom of slot {i} overrun"
+            );
         }
     }
 }

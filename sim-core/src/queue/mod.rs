@@ -95,4 +95,9 @@ pub trait EventQueue<E> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A likely upcoming event, `ahead` pops from now (0 = the next), for prefetching only:
+    /// it may be wrong (events scheduled meanwhile can come first) or `None`.
+    fn peek_ahead(&self, _ahead: usize) -> Option<&E> {
+        None
+    }
 }

@@ -209,6 +209,17 @@ impl<E> EventQueue<E> for WheelQueue<E> {
     fn len(&self) -> usize {
         self.len
     }
+
+    /// From the current bucket only (sorted, popped from its end); the late heap is ignored.
+    #[inline]
+    fn peek_ahead(&self, ahead: usize) -> Option<&E> {
+        let n = self.current.len();
+        if ahead < n {
+            Some(&self.current[n - 1 - ahead].0.ev)
+        } else {
+            None
+        }
+    }
 }
 
 #[cfg(test)]
