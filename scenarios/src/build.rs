@@ -47,6 +47,15 @@ pub const MAX_WORKLOADS: usize = 4096;
 pub const MAX_IB_BUFFER_BLOCKS: u64 = 1 << 18;
 /// Longest simulated time a scenario may ask for (an hour).
 pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
+/// Longest one-way link propagation delay (1 s, 200,000 km of fibre at 5 ns/m): beyond it the
+/// headroom and timer arithmetic on picosecond `u64`s could overflow, and no cable is longer.
+pub const MAX_LINK_DELAY: Duration = Duration::from_ms(1000);
+/// Longest protocol timer a scenario may set (CNP interval, PFC watchdog, rate sampling): the
+/// longest run, so that `now + timer` always fits a `SimTime`.
+pub const MAX_TIMER: Duration = MAX_END_TIME;
+/// Default `run.memory_limit`: the largest estimated route-table memory (1 GiB: a cluster of
+/// 1,024 HGX servers fits, 0.9 GiB; 2,048 need 3.6 GiB and minutes to build).
+pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
 /// Largest size of a flow-size CDF file.
 pub const MAX_CDF_BYTES: u64 = 1 << 20;
 /// CNP interval of the ConnectX firmware preset: 4 µs (models.md §2.5.2, recalled).
@@ -200,6 +209,7 @@ impl Loaded {
                 .map_err(|e| self.err(&format!("workload[{i}].algorithm"), e.to_string()))?;
             layout.nvls_host = Some(h);
         }
+        self.check_route_memory(&topology)?;
         let routes = match (self.spanning_tree(&topology)?, self.scenario.fabric.routing) {
             (Some(tree), _) => Routes::try_tree(&topology, &tree),
             (None, RoutingSpec::Updown) => Routes::try_updown(&topology),
@@ -222,6 +232,7 @@ impl Loaded {
         let engine = self.build_engine()?;
         if let Some(roce) = &engine.roce {
             self.check_roce_buffers(&topology, roce, &engine)?;
+            self.check_roce_timing(&topology, roce, &engine)?;
         }
         let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
@@ -319,6 +330,13 @@ impl Loaded {
             (None, Some(m)) => Duration(DELAY_PER_METRE.ps() * m as u64),
             (None, None) => Duration(DELAY_PER_METRE.ps() * DEFAULT_CABLE_M as u64),
         };
+        if delay > MAX_LINK_DELAY {
+            let key = if l.delay.is_some() { "delay" } else { "cable_m" };
+            return Err(self.err(
+                &format!("{field}.{key}"),
+                format!("expected a one-way delay of at most {MAX_LINK_DELAY} (200,000 km of cable), got {delay}"),
+            ));
+        }
         let kind = match (self.scenario.fabric.kind, &self.scenario.topology) {
             (FabricKind::Infiniband, _) => fabrics::topology::LinkKind::InfiniBand,
             (_, TopologySpec::Cluster { .. }) => fabrics::topology::LinkKind::Ethernet,
@@ -783,6 +801,38 @@ impl Loaded {
         })
     }
 
+    /// Refuses, before anything is allocated for them, route tables larger than
+    /// `run.memory_limit` (issue 14/15: `validate` of 4,096 HGX servers tried to allocate 15 GB
+    /// and aborted). The tables are dense: one 4-B group id per (forwarding node, leaf switch)
+    /// (`fabrics::routing::Routes`), and building them takes one BFS per leaf.
+    fn check_route_memory(&self, topo: &Topology) -> Result<(), ScenarioError> {
+        let limit = self
+            .scenario
+            .run
+            .memory_limit
+            .map_or(DEFAULT_MEMORY_LIMIT, |s| s.get().get());
+        let rows = (topo.n_nodes() - topo.n_hosts()) as u64;
+        let leaves = topo.leaves().len() as u64;
+        let bytes = rows.saturating_mul(leaves).saturating_mul(4);
+        if bytes <= limit {
+            return Ok(());
+        }
+        let field = if self.scenario.run.memory_limit.is_some() {
+            "run.memory_limit"
+        } else {
+            "topology"
+        };
+        Err(self.err(
+            field,
+            format!(
+                "the route tables of this fabric would take about {} ({rows} forwarding nodes x {leaves} leaf switches \
+                 x 4 B), more than run.memory_limit = {}: use a smaller topology or raise run.memory_limit",
+                format_args!("{:.1}GiB", bytes as f64 / (1u64 << 30) as f64),
+                crate::units::SizeSpec::new(sim_core::Bytes(limit)),
+            ),
+        ))
+    }
+
     /// `[fabric.roce]` into the engine's [`RoceConfig`], every value range-checked.
     fn build_roce(&self, spec: Option<&RoceSpec>, max_wire: u32) -> Result<RoceConfig, ScenarioError> {
         let default_spec = RoceSpec::default();
@@ -880,8 +930,11 @@ impl Loaded {
             c.rate_sample_max_rows = n;
         }
         if let Some(t) = spec.pfc_watchdog {
-            if t.get() == Duration::ZERO {
-                return Err(self.err(&at("pfc_watchdog"), "expected a window > 0"));
+            if t.get() == Duration::ZERO || t.get() > MAX_TIMER {
+                return Err(self.err(
+                    &at("pfc_watchdog"),
+                    format!("expected a window in (0, {MAX_TIMER}], got {}", t.get()),
+                ));
             }
             c.pfc_watchdog = Some(t.get());
         }
@@ -933,6 +986,12 @@ impl Loaded {
             };
         }
         c.cnp_interval = match spec.cnp_interval {
+            Some(t) if t.get() > MAX_TIMER => {
+                return Err(self.err(
+                    &at("cnp_interval"),
+                    format!("expected an interval in [0, {MAX_TIMER}], got {}", t.get()),
+                ));
+            }
             Some(t) => t.get(),
             None => cnp_default,
         };
@@ -1012,6 +1071,97 @@ impl Loaded {
                     sb.total_bytes
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// Refuses PFC and sampling periods the engine cannot honour, at the key that sets them, with
+    /// the valid range for this fabric's links (issue 14). A PAUSE holds its receiver for
+    /// `pause_quanta` x 512 bit times (802.1Qbb); the sender refreshes it every `pfc_refresh`
+    /// (default half the pause time), and a refresh can wait behind one maximum frame already
+    /// on the wire. So the pause stays continuous, and the headroom bound holds, only when
+    /// `refresh + max frame + PFC frame <= pause time` on every PFC link: the pause time is
+    /// shortest on the fastest link, so that link bounds `pfc_refresh` from above and, with the
+    /// default refresh, `pause_quanta` from below (a bound in bit times, the same at any rate).
+    /// A refresh shorter than one maximum frame on the slowest link, or a rate sample shorter
+    /// than one on the fastest, only multiplies events (a 1 ps period never ends).
+    fn check_roce_timing(&self, topo: &Topology, c: &RoceConfig, engine: &EngineConfig) -> Result<(), ScenarioError> {
+        use fabrics::models::pfc::{PAUSE_QUANTUM_BITS, PFC_FRAME_WIRE_BYTES, pause_duration};
+        use fabrics::topology::LinkKind;
+        use sim_core::{Bytes, serialization_time};
+        let rates: Vec<sim_core::BitsPerSec> = topo
+            .graph
+            .edge_indices()
+            .map(|e| topo.graph[e])
+            .filter(|l| matches!(l.kind, LinkKind::Network | LinkKind::Ethernet))
+            .map(|l| l.rate)
+            .collect();
+        let (Some(&slow), Some(&fast)) = (rates.iter().min(), rates.iter().max()) else {
+            return Ok(());
+        };
+        let max_wire = (engine.mtu_bytes + engine.header_bytes) as u64;
+        let at = |k: &str| format!("fabric.roce.{k}");
+        let frame = |rate| crate::units::TimeSpec::new(serialization_time(Bytes(max_wire), rate));
+        let ts = crate::units::TimeSpec::new;
+        if c.lossless_mask != 0 {
+            // refresh + max frame + PFC frame <= pause, with refresh = pause / 2 by default.
+            let slack_bits = (max_wire + PFC_FRAME_WIRE_BYTES) * 8;
+            let min_quanta = (2 * slack_bits).div_ceil(PAUSE_QUANTUM_BITS);
+            let slack = ts(serialization_time(Bytes(max_wire + PFC_FRAME_WIRE_BYTES), fast));
+            let pause = ts(pause_duration(c.pause_quanta, fast));
+            match c.pfc_refresh {
+                None if (c.pause_quanta as u64) < min_quanta => {
+                    return Err(self.err(
+                        &at("pause_quanta"),
+                        format!(
+                            "expected {min_quanta}..=65535: a PAUSE must outlast its refresh (half the pause time) \
+                             plus one {max_wire} B frame and one PFC frame, or the sender resumes between refreshes \
+                             and overruns the headroom; got {}",
+                            c.pause_quanta
+                        ),
+                    ));
+                }
+                None => {}
+                Some(r) => {
+                    let r = ts(r);
+                    let lo = frame(slow);
+                    if pause.get() <= slack.get() || pause.get() - slack.get() < lo.get() {
+                        return Err(self.err(
+                            &at("pause_quanta"),
+                            format!(
+                                "a PAUSE of {} quanta lasts {pause} at {fast}, too short to refresh: it must \
+                                 outlast one {max_wire} B frame time ({lo} at {slow}) plus {slack}; raise \
+                                 pause_quanta or remove pfc_refresh",
+                                c.pause_quanta
+                            ),
+                        ));
+                    }
+                    let hi = ts(pause.get() - slack.get());
+                    if r < lo || r > hi {
+                        return Err(self.err(
+                            &at("pfc_refresh"),
+                            format!(
+                                "expected a period in [{lo}, {hi}]: at least one {max_wire} B frame at {slow}, and \
+                                 short enough that the PAUSE ({} quanta = {pause} at {fast}) outlasts the refresh \
+                                 plus one frame and one PFC frame; got {r}",
+                                c.pause_quanta
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(p) = c.rate_sample {
+            let (p, lo) = (ts(p), frame(fast));
+            if p.get() < lo.get() || p.get() > MAX_TIMER {
+                return Err(self.err(
+                    &at("rate_sample"),
+                    format!(
+                        "expected a period in [{lo}, {MAX_TIMER}]: at least one {max_wire} B frame at {fast} \
+                         (no rate changes faster); got {p}"
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
 //! The `fabricsim` command line, as a library function so that end-to-end tests run exactly
 //! what the binary runs (arguments in, exit code and output text out).
 //!
-//! Exit status: 0 on success, 2 when the scenario is invalid (the error names file, line,
+//! Exit status: 0 on success (results written; also a run ended by `run.end_time` or a budget),
+//! 3 when the run ended `deadlocked` (results written, `crate::outcome`), 2 when the scenario is invalid (the error names file, line,
 //! column and field) or `--out` names a directory fabricsim may not replace, 130 when
 //! interrupted by SIGINT/SIGTERM, 1 for any other failure (e.g. the results directory cannot
 //! be written).
@@ -218,11 +219,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                         let _ = write!(out, "{}", crate::training_report::table(t));
                     }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
-                    if r.summary.run.outcome == crate::report::OUTCOME_INTERRUPTED {
-                        crate::interrupt::EXIT_INTERRUPTED
-                    } else {
-                        0
-                    }
+                    crate::outcome::Outcome::parse(r.summary.run.outcome).map_or(0, crate::outcome::Outcome::exit_code)
                 }
                 Err(e) => fail(e, err),
             }

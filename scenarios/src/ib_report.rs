@@ -17,6 +17,58 @@ pub struct TreeEdge {
     pub stall_ns: f64,
 }
 
+/// A credit-loop deadlock (`summary.json` `credit_deadlock`): the output port/VL pairs that
+/// wait for each other's credits in a cycle, each for the credits of the next and the last for
+/// the first, and when the cycle formed (the latest stall start among them).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CreditDeadlock {
+    pub formed_ns: f64,
+    pub cycle: Vec<CycleLane>,
+}
+
+/// One member of a credit cycle: output port `port` (`node -> peer`) on lane `vl`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CycleLane {
+    pub port: String,
+    pub vl: u8,
+}
+
+/// The credit cycle of a run that stopped with packets held and no event left (issue 14),
+/// found by [`fabrics::ib::deadlock::find_cycle`] on the final state: an output lane waits for
+/// the lane that the head of the input buffer it feeds (the peer's port of the same link)
+/// waits for. `None` when no cycle exists (e.g. only `voq` nodes hold the packets).
+pub fn credit_deadlock(ib: &IbState, fabric: &Fabric, topo: &Topology) -> Option<CreditDeadlock> {
+    let ports = fabric.ports();
+    let (n, nv) = (ports.len() as u32, ib.n_vls());
+    // The output each input lane's head waits for.
+    let mut waits = vec![u32::MAX; n as usize * nv as usize];
+    for q in 0..n {
+        for vl in 0..nv {
+            for x in ib.requesters(q, vl) {
+                waits[x as usize * nv as usize + vl as usize] = q;
+            }
+        }
+    }
+    let next = |p: u32, vl: u8| {
+        let x = ports[p as usize].peer_port;
+        let q = waits[x as usize * nv as usize + vl as usize];
+        (q != u32::MAX).then_some((q, vl))
+    };
+    let c = fabrics::ib::deadlock::find_cycle(n, nv, |p, vl| ib.credit_stall_since(p, vl), next)?;
+    let names = names(topo);
+    Some(CreditDeadlock {
+        formed_ns: crate::report::ps_to_ns(c.formed_at.ps()),
+        cycle: c
+            .lanes
+            .iter()
+            .map(|&(p, vl)| CycleLane {
+                port: port_name(fabric, &names, p),
+                vl,
+            })
+            .collect(),
+    })
+}
+
 /// Node names by node index.
 fn names(topo: &Topology) -> Vec<&str> {
     topo.graph.node_indices().map(|n| topo.graph[n].name.as_str()).collect()

@@ -27,6 +27,7 @@ pub mod files;
 pub mod ib_report;
 pub mod interrupt;
 pub mod locate;
+pub mod outcome;
 pub mod proc_stats;
 pub mod regression;
 pub mod report;

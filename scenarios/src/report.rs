@@ -16,14 +16,6 @@ pub const SUMMARY_SCHEMA: &str = "fabricsim.summary/1";
 /// only stop the CLI's progress callback asks for.
 pub const OUTCOME_INTERRUPTED: &str = "interrupted";
 
-/// `run.outcome` for `o`.
-pub fn outcome_name(o: sim_core::RunOutcome) -> &'static str {
-    match o {
-        sim_core::RunOutcome::Stopped => OUTCOME_INTERRUPTED,
-        o => o.as_str(),
-    }
-}
-
 /// `summary.json`. Field order is the order written. Times are in nanoseconds (decimal).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Summary {
@@ -44,6 +36,10 @@ pub struct Summary {
     /// InfiniBand: the congestion tree, longest credit stalls first (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub congestion_tree: Vec<crate::ib_report::TreeEdge>,
+    /// InfiniBand: the cycle of credit-starved output port/VL pairs of a run that ended
+    /// `deadlocked` with packets held (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credit_deadlock: Option<crate::ib_report::CreditDeadlock>,
     /// RoCEv2: the pause tree, breadth-first from its roots (absent when nothing paused).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pause_tree: Vec<crate::roce_report::TreeEdge>,
@@ -74,9 +70,10 @@ pub struct TopologyInfo {
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RunInfo {
-    /// Why the run stopped: `finished`, `drained`, `end_time`, `event_budget`, `wall_clock_budget`.
+    /// What happened: `completed`, `deadlocked`, `stalled`, `end_time`, `event_budget`,
+    /// `wall_clock_budget`, `interrupted` ([`crate::outcome::Outcome`]).
     pub outcome: &'static str,
-    /// `false` when a budget cut the run short: the results are partial.
+    /// `false` when a budget or a signal cut the run short: the results are partial.
     pub complete: bool,
     pub sim_time_ns: f64,
     pub events: u64,
@@ -372,6 +369,7 @@ pub fn summarize(
 ) -> Summary {
     let t = fabric.totals();
     let end = report.end;
+    let outcome = crate::outcome::Outcome::of(report, fabric);
     let rows = port_rows(fabric, topo, end);
     let recs = fabric.flow_records();
     let line_rate = |r: &FlowRecord| {
@@ -395,8 +393,8 @@ pub fn summarize(
             links: topo.n_links(),
         },
         run: RunInfo {
-            outcome: outcome_name(report.outcome),
-            complete: report.outcome.is_complete(),
+            outcome: outcome.as_str(),
+            complete: outcome.complete(),
             sim_time_ns: ps_to_ns(end.ps()),
             events: report.events,
             link_hops: t.link_hops,
@@ -430,6 +428,12 @@ pub fn summarize(
             .ib()
             .map(|ib| crate::ib_report::congestion_tree(ib, fabric, topo, n_hotspots))
             .unwrap_or_default(),
+        credit_deadlock: match (outcome, fabric.ib()) {
+            (crate::outcome::Outcome::Deadlocked, Some(ib)) if fabric.roce().is_none_or(|r| r.deadlock.is_none()) => {
+                crate::ib_report::credit_deadlock(ib, fabric, topo)
+            }
+            _ => None,
+        },
         pause_tree: fabric
             .roce()
             .map(|r| crate::roce_report::pause_tree(r, fabric, topo, end, n_hotspots))
@@ -579,11 +583,7 @@ pub fn terminal_table(s: &Summary) -> String {
         f(Some(s.run.sim_time_ns)),
         s.run.events,
         s.run.link_hops,
-        match (s.run.complete, s.run.outcome) {
-            (true, _) => "",
-            (false, OUTCOME_INTERRUPTED) => "  (PARTIAL: interrupted)",
-            (false, _) => "  (PARTIAL: a budget ran out)",
-        }
+        crate::outcome::Outcome::parse(s.run.outcome).map_or("", crate::outcome::Outcome::note)
     );
     let _ = writeln!(o);
     let _ = writeln!(
@@ -657,6 +657,18 @@ pub fn terminal_table(s: &Summary) -> String {
                 e.waits_for,
                 e.stall_ns / 1e3
             );
+        }
+    }
+    if let Some(d) = &s.credit_deadlock {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "credit deadlock: {} output port/VL pairs wait for each other's credits in a cycle, formed at {:.3}us",
+            d.cycle.len(),
+            d.formed_ns / 1e3
+        );
+        for l in &d.cycle {
+            let _ = writeln!(o, "  {:<28} VL {}", l.port, l.vl);
         }
     }
     if !s.pause_tree.is_empty() {

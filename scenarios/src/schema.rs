@@ -764,6 +764,10 @@ pub struct RunSpec {
     /// Wall-clock budget in seconds.
     #[serde(default = "default_wall_clock_s")]
     pub wall_clock_s: u64,
+    /// Largest memory the route tables may take, estimated before they are built (default
+    /// 1GiB, `build::DEFAULT_MEMORY_LIMIT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<SizeSpec>,
 }
 
 fn default_end_time() -> TimeSpec {
@@ -782,6 +786,7 @@ impl Default for RunSpec {
             end_time: default_end_time(),
             max_events: default_max_events(),
             wall_clock_s: default_wall_clock_s(),
+            memory_limit: None,
         }
     }
 }

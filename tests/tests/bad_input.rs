@@ -1274,6 +1274,138 @@ fn roce_buffer_too_small_for_the_headroom_is_located() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// Issue 14: PFC and timer values the engine could not honour panicked or never ended. Each
+/// is now refused at its key with the valid range: `pause_quanta = 1` under an incast (the
+/// PAUSE expired between refreshes: "losslessness broken"), a `pfc_refresh` longer than the
+/// pause time (the same), a `pfc_refresh` or `rate_sample` of 1 ps (events without end), and
+/// `SimTime` overflows from a huge link delay, PFC watchdog or CNP interval. The range for
+/// `pause_quanta` is in bit times: 2 x (4178 B frame + 84 B PFC frame) x 8 / 512 = 133.2, so
+/// 134 here, at any rate; the PFC refresh range is [one 4178 B frame at 100 Gb/s,
+/// pause time - one frame - one PFC frame] = [334.24ns, 335.19824us].
+#[test]
+fn roce_pfc_and_timer_values_out_of_range_are_refused_with_the_range() {
+    const BUF: &str = "buffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }";
+    let roce = |table: &str| {
+        edit_text(
+            &edit("\"ethernet\"", "\"rocev2\""),
+            BUF,
+            &format!("[fabric.roce]\nbuffer = \"4MiB\"\nlossless = [3]\nlossy = [0, 6]\n{table}"),
+        )
+    };
+    let cases: [(&str, &str, &str, &[&str]); 9] = [
+        (
+            "pause_quanta = 1",
+            "pause_quanta",
+            "1",
+            &["expected 134..=65535", "got 1"],
+        ),
+        ("pause_quanta = 133", "pause_quanta", "133", &["expected 134..=65535"]),
+        (
+            "pfc_refresh = \"1ms\"",
+            "pfc_refresh",
+            "\"1ms\"",
+            &["expected a period in [334.24ns, 335.19824us]", "got 1ms"],
+        ),
+        (
+            "pfc_refresh = \"1ps\"",
+            "pfc_refresh",
+            "\"1ps\"",
+            &["expected a period in [334.24ns, 335.19824us]", "got 1ps"],
+        ),
+        (
+            "pfc_refresh = \"18446744s\"",
+            "pfc_refresh",
+            "\"18446744s\"",
+            &["expected a period in [334.24ns, 335.19824us]"],
+        ),
+        (
+            "rate_sample = \"1ps\"",
+            "rate_sample",
+            "\"1ps\"",
+            &["expected a period in [334.24ns, 3600s]", "got 1ps"],
+        ),
+        (
+            "cnp_interval = \"18446744s\"",
+            "cnp_interval",
+            "\"18446744s\"",
+            &["expected an interval in [0, 3600s]"],
+        ),
+        (
+            "pfc_watchdog = \"18446744s\"",
+            "pfc_watchdog",
+            "\"18446744s\"",
+            &["expected a window in (0, 3600s]"],
+        ),
+        (
+            "pause_quanta = 100\npfc_refresh = \"100ns\"",
+            "pause_quanta",
+            "100",
+            &["too short to refresh", "raise pause_quanta or remove pfc_refresh"],
+        ),
+    ];
+    for (i, (table, key, value, says)) in cases.into_iter().enumerate() {
+        let text = roce(table);
+        let needle = format!("{key} = ");
+        invalid(&format!("roce_timing{i}.toml"), &text)
+            .at(pos(&text, &needle, value))
+            .field(&format!("fabric.roce.{key}"))
+            .says(says);
+    }
+    // The edges themselves are valid.
+    for table in [
+        "pause_quanta = 134",
+        "pfc_refresh = \"334.24ns\"",
+        "pfc_refresh = \"335.19824us\"",
+        "rate_sample = \"334.24ns\"",
+        "cnp_interval = \"3600s\"",
+    ] {
+        let text = roce(table);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("edge_ok.toml");
+        std::fs::write(&file, &text).unwrap();
+        let (code, _, err) = validate(&file, false, &text);
+        assert_eq!(code, 0, "{table}: {err}");
+    }
+    // A link delay whose picoseconds would overflow the headroom arithmetic.
+    let text = edit("cable_m = 10 }", "delay = \"18446744s\" }");
+    invalid("huge_delay.toml", &text)
+        .at(pos(&text, "fabric_link = ", "\"18446744s\""))
+        .field("topology.fabric_link.delay")
+        .says(&["expected a one-way delay of at most 1s", "got 18446744s"]);
+}
+
+/// Issue 14/15: `validate` of a cluster of 4,096 HGX servers tried to allocate 15 GB of route
+/// tables and aborted. The tables' size is estimated from the topology first and refused over
+/// `run.memory_limit` (default 1 GiB), before anything is allocated for them; the limit is
+/// settable. (This test returns in well under a second only because nothing is allocated.)
+#[test]
+fn route_tables_over_the_memory_limit_are_refused_before_allocation() {
+    let text = with_topology(
+        "[topology]\nkind = \"cluster\"\nservers = 4096\nserver = \"hgx_h100\"\nk = 64\n\
+         nic_link = { rate = \"400Gbps\", cable_m = 5 }\nfabric_link = { rate = \"400Gbps\", cable_m = 20 }\n",
+    );
+    invalid("huge_cluster.toml", &text).field("topology").says(&[
+        "the route tables of this fabric would take about",
+        "GiB",
+        "more than run.memory_limit = 1GiB",
+    ]);
+    // The k=4 fat-tree's tables: 20 forwarding nodes x 8 leaves x 4 B = 640 B.
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"512B\"");
+    invalid("small_limit.toml", &text)
+        .at(pos(&text, "memory_limit = ", "\"512B\""))
+        .field("run.memory_limit")
+        .says(&[
+            "(20 forwarding nodes x 8 leaf switches x 4 B)",
+            "more than run.memory_limit = 512B",
+        ]);
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"640B\"");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("limit_ok.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, _, err) = validate(&file, false, &text);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Issue 14: a CDF file that is `/dev/zero` was read to 2 GB before the error, and a FIFO hung
 /// `validate` forever. Both are refused from their metadata, before they are opened.
 #[test]

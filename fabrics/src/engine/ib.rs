@@ -222,9 +222,11 @@ impl IbState {
             } else {
                 cfg.vl_buffer_blocks
             };
-            rx_init.push(rx as u64);
+            // What the receiver advertises beyond what it has received is capped at the window.
+            let advertised = (rx as u64).min(cfg.max_credit_window);
+            rx_init.push(advertised);
             for _ in 0..nv {
-                fccl.push(rx as u64);
+                fccl.push(advertised);
                 free_blocks.push(own);
             }
         }
@@ -338,6 +340,19 @@ impl IbState {
         self.pfc_free_blocks[x as usize] = (headroom_blocks, headroom_blocks + resume_blocks);
     }
 
+    /// Read by the credit-deadlock detector (`crate::ib::deadlock`) after a run, never per
+    /// event: the input ports whose head packet waits for output (`p`, `vl`), oldest first
+    /// (input-FIFO switches; a `voq` node's waiting packets are not listed here).
+    pub fn requesters(&self, p: u32, vl: u8) -> impl Iterator<Item = u32> + '_ {
+        self.requests[self.ix(p, vl)].iter().copied()
+    }
+
+    /// Since when output (`p`, `vl`) has been waiting for credits (`None`: not stalled).
+    pub fn credit_stall_since(&self, p: u32, vl: u8) -> Option<SimTime> {
+        let t = self.stall_since[self.ix(p, vl)];
+        (t != SimTime::MAX).then_some(t)
+    }
+
     /// Number of data VLs.
     pub fn n_vls(&self) -> u8 {
         self.nv as u8
@@ -445,7 +460,7 @@ impl Fabric {
             ib.pool_lent[i] += lend;
             ib.free_blocks[i] += lend;
         }
-        let fccl = ib.abr[i] + ib.free_blocks[i] as u64;
+        let fccl = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
         ib.fc_state[i] = FcState::Idle;
         ib.fc_last_sent[i] = now;
         ib.port_stats[x as usize].fc_packets_tx += 1;

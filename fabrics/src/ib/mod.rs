@@ -12,6 +12,7 @@
 //! `docs/models/infiniband.md` lists every parameter with its unit, default and source.
 
 pub mod cc;
+pub mod deadlock;
 pub mod link;
 pub mod vlarb;
 

@@ -464,7 +464,8 @@ async fn run_job(
         ),
         End::Cancelled => done(Status::Cancelled, None, wall, None),
         End::Exited(Err(e)) => done(Status::Failed, None, wall, Some(e.to_string())),
-        End::Exited(Ok(s)) if s.success() => {
+        // A deadlocked run exits 3 with its results written: a result like any other.
+        End::Exited(Ok(s)) if s.success() || s.code() == Some(crate::outcome::EXIT_DEADLOCKED) => {
             let plan = RunPlan {
                 seed: job.seed,
                 resolved_sha256: job.expected_sha256.clone(),

@@ -1,0 +1,156 @@
+//! One outcome vocabulary for every fabric (issue 15): `summary.json` `run.outcome`, the
+//! terminal table and the exit status of `fabricsim run` say the same thing for RoCEv2,
+//! InfiniBand and the base Ethernet fabric. Before: the RoCEv2 ring deadlock ended
+//! `finished` (0 of 5 flows done) and the InfiniBand one `drained`, `complete: true`.
+
+use fabricsim_tests::{catalogue, fabricsim, s};
+use std::path::Path;
+
+fn summary(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The five-switch ring of `roce_ring_deadlock.toml` on InfiniBand: 8 KiB VL buffers, HOQLife
+/// off, each flow two hops clockwise (`tests/tests/infiniband.rs` runs the same fabric on the
+/// engine directly).
+fn ib_ring(routing: &str) -> String {
+    let links: String = (0..5)
+        .map(|i| {
+            format!(
+                "  {{ a = \"s{i}\", b = \"s{}\", rate = \"400Gbps\", cable_m = 10 }},\n",
+                (i + 1) % 5
+            )
+        })
+        .chain((0..5).map(|i| format!("  {{ a = \"h{i}\", b = \"s{i}\", rate = \"400Gbps\", cable_m = 3 }},\n")))
+        .collect();
+    format!(
+        r#"[scenario]
+name = "ib_ring"
+[topology]
+kind = "custom"
+hosts = 5
+switches = 5
+links = [
+{links}]
+[fabric]
+kind = "infiniband"
+routing = "{routing}"
+[fabric.infiniband]
+vl_buffer = "8320B"
+hoq_life_switch = 20
+hoq_life_leaf = 20
+[[workload]]
+kind = "flows"
+flows = [
+  {{ src = 0, dst = 2, size = "1MiB" }},
+  {{ src = 1, dst = 3, size = "1MiB" }},
+  {{ src = 2, dst = 4, size = "1MiB" }},
+  {{ src = 3, dst = 0, size = "1MiB" }},
+  {{ src = 4, dst = 1, size = "1MiB" }},
+]
+[run]
+end_time = "2ms"
+"#
+    )
+}
+
+fn run(file: &Path, out: &Path) -> (i32, String, serde_json::Value) {
+    let r = fabricsim(&["run", s(file), "--out", s(out)]);
+    assert!(
+        out.join("summary.json").is_file(),
+        "results written: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    (r.code, r.stdout, summary(out))
+}
+
+#[test]
+fn roce_pfc_deadlock_is_deadlocked_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, sm) = run(&catalogue("roce_ring_deadlock.toml"), &out);
+    assert_eq!(code, 3, "{stdout}");
+    assert_eq!(sm["run"]["outcome"], "deadlocked", "{sm:#}");
+    assert_eq!(sm["run"]["complete"], true, "the results are whole, not cut short");
+    assert_eq!(sm["flows"]["completed"], 0);
+    assert!(stdout.contains("run        deadlocked at"), "{stdout}");
+    assert!(stdout.contains("DEADLOCK"), "{stdout}");
+}
+
+#[test]
+fn ib_credit_deadlock_is_deadlocked_with_exit_3_and_updown_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ib_ring.toml");
+    std::fs::write(&file, ib_ring("ecmp")).unwrap();
+    let (code, stdout, sm) = run(&file, &dir.path().join("out"));
+    assert_eq!(code, 3, "{stdout}");
+    assert_eq!(sm["run"]["outcome"], "deadlocked", "{sm:#}");
+    assert_eq!(sm["flows"]["completed"], 0);
+    assert!(sm["packets"]["in_network"].as_u64().unwrap() > 0);
+    assert!(stdout.contains("run        deadlocked at"), "{stdout}");
+    // The cycle: the five ring links clockwise, VL 0, each waiting for the next one's credits.
+    let d = &sm["credit_deadlock"];
+    let cycle: Vec<(&str, u64)> = d["cycle"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no credit_deadlock: {sm:#}"))
+        .iter()
+        .map(|l| (l["port"].as_str().unwrap(), l["vl"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        cycle,
+        [
+            ("s0 -> s1", 0),
+            ("s1 -> s2", 0),
+            ("s2 -> s3", 0),
+            ("s3 -> s4", 0),
+            ("s4 -> s0", 0)
+        ],
+        "{d:#}"
+    );
+    let formed = d["formed_ns"].as_f64().unwrap();
+    assert!(
+        formed > 0.0 && formed <= sm["run"]["sim_time_ns"].as_f64().unwrap(),
+        "{d:#}"
+    );
+    assert!(stdout.contains("credit deadlock: 5 output port/VL pairs"), "{stdout}");
+    // up*/down* routes break the cycle: every flow completes, exit 0.
+    std::fs::write(&file, ib_ring("updown")).unwrap();
+    let (code, stdout, sm) = run(&file, &dir.path().join("out2"));
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(sm["run"]["outcome"], "completed", "{sm:#}");
+    assert_eq!(sm["flows"]["completed"], 5);
+    assert!(sm.get("credit_deadlock").is_none(), "{sm:#}");
+}
+
+/// The lossy base fabric loses packets and has no retransmission: the run drains with flows
+/// unfinished and nothing in the network. That is `stalled`, not `completed`.
+#[test]
+fn lossy_loss_without_recovery_is_stalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, sm) = run(&catalogue("quickstart.toml"), &out);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(sm["run"]["outcome"], "stalled", "{sm:#}");
+    assert!(sm["flows"]["completed"].as_u64() < sm["flows"]["total"].as_u64());
+    assert_eq!(sm["packets"]["in_network"], 0);
+    assert!(stdout.contains("STALLED"), "{stdout}");
+}
+
+/// A run whose flows all complete says `completed` on every fabric kind.
+#[test]
+fn every_fabric_says_completed_when_every_flow_completes() {
+    for name in [
+        "roce_incast_16to1_pfc.toml",
+        "ib_hdr_fat_tree_permutation.toml",
+        "allreduce8_nvlink_ring.toml",
+        "allreduce8_pcie_gen4.toml",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let (code, stdout, sm) = run(&catalogue(name), &out);
+        assert_eq!(code, 0, "{name}: {stdout}");
+        assert_eq!(sm["run"]["outcome"], "completed", "{name}");
+        assert_eq!(sm["flows"]["completed"], sm["flows"]["total"], "{name}");
+    }
+}
