@@ -10,21 +10,22 @@ cd "$(dirname "$0")"
 # p2p: bytes per direction of the bandwidth flows.
 P2P_CI=4MiB;  P2P_FULL=64MiB
 # in-server collectives: nccl-tests style size sweeps (1 MiB .. 1 GiB at full size).
-SRV_CI='"1MiB", "4MiB", "16MiB"'
+SRV_CI='"1MiB", "4MiB"'
 SRV_FULL='"1MiB", "4MiB", "16MiB", "64MiB", "256MiB", "1GiB"'
 # AllGather starts after the AllReduce sweep; the driver checks that they did not overlap.
 SRV_AG_START_CI=20ms; SRV_AG_START_FULL=400ms; SRV_END_CI=100ms; SRV_END_FULL=2s
 # between servers: servers (2-tier = each rail inside one pod; 3-tier = rails cross the core).
-CL_SERVERS_CI="4 8 16"; CL_SERVERS_FULL="4 8 16 32 64 128"; CL3_SERVERS_FULL="64 128"
-CL_AR_CI='"4MiB", "16MiB"'; CL_AR_FULL='"4MiB", "16MiB", "64MiB"'
-CL_A2A_CI='"1MiB"';         CL_A2A_FULL='"1MiB", "8MiB"'
+CL_SERVERS_CI="2 4 8 16"; CL_SERVERS_FULL="4 8 16 32 64 128"; CL3_SERVERS_FULL="64 128"
+CL_AR_CI='"2MiB", "8MiB"'; CL_AR_FULL='"4MiB", "16MiB", "64MiB"'
+CL_A2A_CI='"512KiB"';         CL_A2A_FULL='"1MiB", "8MiB"'
 CL_A2A_START_CI=2ms; CL_A2A_START_FULL=20ms
 TAIL_BG_CI=1MiB; TAIL_BG_FULL=4MiB
 
-# k of the cluster's fat-tree: 2-tier = smallest even k with k^2/4 >= servers (a rail fits in
-# one pod: leaf + spine) and k^3/4 >= 8 x servers; 3-tier = smallest even k with
-# k^3/4 >= 8 x servers (then k^2/4 < servers: rails span pods and cross the core).
-k2() { k=2; while [ $((k*k/4)) -lt "$1" ] || [ $((k*k*k/4)) -lt $((8*$1)) ]; do k=$((k+2)); done; echo $k; }
+# k of the cluster's fat-tree: 2-tier = smallest even k with k^2/4 >= 8 x servers (every NIC in
+# one pod: a leaf-spine of k/2 leaves and k/2 spines; the builder's core switches carry no
+# traffic and are left out of the cost); 3-tier = smallest even k with k^3/4 >= 8 x servers
+# (then a pod holds fewer than a rail's servers: rails span pods and cross the core).
+k2() { k=2; while [ $((k*k/4)) -lt $((8*$1)) ]; do k=$((k+2)); done; echo $k; }
 k3() { k=2; while [ $((k*k*k/4)) -lt $((8*$1)) ]; do k=$((k+2)); done; echo $k; }
 
 header() { # file title question
@@ -172,10 +173,17 @@ EOT
     if [ $tiers = 2 ]; then list=$6; else list=$7; fi
     for s in $list; do
       if [ $tiers = 2 ]; then k=$(k2 "$s"); else k=$(k3 "$s"); fi
-      for net in ib_ndr roce400 roce200; do
+      for net in ib_ndr roce400 roce200 ib_ndr_cc; do
+        # InfiniBand with Annex A10 congestion control: latency-under-load runs only.
+        [ $net != ib_ndr_cc ] || [ $tiers = 2 ] || continue
         case $net in
           ib_ndr) rate=400Gbps; cls=""; fabric='[fabric]
 kind = "infiniband"' ;;
+          ib_ndr_cc) rate=400Gbps; cls=""; fabric='[fabric]
+kind = "infiniband"
+
+[fabric.infiniband]
+cc = {}' ;;
           roce400) rate=400Gbps; cls=$ROCE_CLASS; fabric=$ROCE_FABRIC ;;
           roce200) rate=200Gbps; cls=$ROCE_CLASS; fabric=$ROCE_FABRIC ;;
         esac
@@ -187,6 +195,8 @@ k = $k
 nic_link = { rate = \"$rate\", cable_m = 5 }
 fabric_link = { rate = \"$rate\", cable_m = 20 }"
         f="$d/cl_${net}_${s}_t$tiers.toml"
+        # (ib_ndr_cc has no collective file: its text goes to /dev/null)
+        if [ $net = ib_ndr_cc ]; then f=/dev/null; fi
         header "$f" "$s HGX H100 servers, $net, rail-optimised $tiers-tier fat-tree (k = $k)" "Hierarchical AllReduce ($8), then all-to-all ($9 per GPU)."
         cat >> "$f" <<EOT
 [scenario]
@@ -221,13 +231,13 @@ EOT
         # small-message tail under load (2-tier only)
         [ $tiers = 2 ] || continue
         f="$d/tail_${net}_$s.toml"
-        header "$f" "$s HGX H100 servers, $net: small-message latency tail under load" "64-B probes between GPUs of different servers: 10 on the idle fabric, then 50 during a permutation of ${11} per GPU and a 16-to-1 incast of 1 MiB into GPU 0."
-        probes_idle=""; probes_load=""; g=$((s*8)); x=7
-        i=0; while [ $i -lt 60 ]; do
+        header "$f" "$s HGX H100 servers, $net: small-message latency tail under load" "64-B probes between GPUs of different servers: 10 on the idle fabric, then 200 (one every 0.5 us from 70 us) during a permutation of ${11} per GPU and an incast of 1 MiB from 16 GPUs (at most all others) into GPU 0."
+        probes_idle=""; probes_load=""; g=$((s*8)); x=7; ns=16; [ $g -gt 16 ] || ns=$((g-1))
+        i=0; while [ $i -lt 210 ]; do
           x=$(( (x*1103515245 + 12345) % 2147483648 )); src=$(( (x/65536) % g ))
           x=$(( (x*1103515245 + 12345) % 2147483648 )); dst=$(( (src + 8*(1 + (x/65536) % (s-1))) % g ))
           if [ $i -lt 10 ]; then t=$((i*5)); probes_idle="$probes_idle  { src = $src, dst = $dst, size = 64, start = \"${t}us\" },
-"; else t=$((70 + (i-10)*2)); probes_load="$probes_load  { src = $src, dst = $dst, size = 64, start = \"${t}us\" },
+"; else t=$((140 + (i-10)*1)); probes_load="$probes_load  { src = $src, dst = $dst, size = 64, start = \"$((t/2)).$((t%2*5))us\" },
 "; fi
           i=$((i+1))
         done
@@ -266,7 +276,7 @@ $cls
 kind = "incast"
 name = "incast"
 receiver = 0
-n_senders = 16
+n_senders = $ns
 size = "1MiB"
 start = "60us"
 $cls

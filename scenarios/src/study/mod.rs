@@ -98,19 +98,24 @@ pub enum Counts {
     Both,
 }
 
-/// What the network of a run costs and holds (from its built topology).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// Switches, their ports and the network links at one switch tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierCount {
+    pub switches: usize,
+    /// Ports of these switches (every port the builder gave them).
+    pub ports: usize,
+    /// Network links whose highest switch is at this tier (a NIC-to-leaf link is tier 0).
+    pub links: usize,
+}
+
+/// What the network of a run holds (from its built topology), per switch tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NetworkSize {
     /// GPUs (the topology's hosts).
     pub gpus: usize,
     pub nics: usize,
-    /// Ports of the network switches (every port the builder gave them).
-    pub switch_ports: usize,
-    pub switches: usize,
-    /// Links of the network (NIC to switch and switch to switch).
-    pub links: usize,
-    /// Highest switch tier + 1.
-    pub tiers: u8,
+    /// Tier 0 (leaf/edge), 1 (spine/aggregation), 2 (core).
+    pub by_tier: [TierCount; 3],
 }
 
 impl NetworkSize {
@@ -122,34 +127,47 @@ impl NetworkSize {
             gpus: topo.hosts.len(),
             ..NetworkSize::default()
         };
+        let tier_of = |k: &NodeKind| match k {
+            NodeKind::Switch { tier } => Some(usize::from(*tier).min(2)),
+            _ => None,
+        };
         for idx in g.node_indices() {
             match g[idx].kind {
                 NodeKind::Nic => n.nics += 1,
-                NodeKind::Switch { tier } => {
-                    n.switches += 1;
-                    n.switch_ports += g.edges(idx).count();
-                    n.tiers = n.tiers.max(tier + 1);
+                NodeKind::Switch { .. } => {
+                    let t = tier_of(&g[idx].kind).unwrap_or(0);
+                    n.by_tier[t].switches += 1;
+                    n.by_tier[t].ports += g.edges(idx).count();
                 }
                 _ => {}
             }
         }
         for e in g.edge_indices() {
             let (a, b) = g.edge_endpoints(e).expect("edge of the graph");
-            let is_switch = |k: &NodeKind| matches!(k, NodeKind::Switch { .. });
-            let net = matches!(
-                g[e].kind,
-                LinkKind::InfiniBand | LinkKind::Ethernet | LinkKind::Network
-            );
-            if net && (is_switch(&g[a].kind) || is_switch(&g[b].kind)) {
-                n.links += 1;
+            let net = matches!(g[e].kind, LinkKind::InfiniBand | LinkKind::Ethernet | LinkKind::Network);
+            let t = tier_of(&g[a].kind).max(tier_of(&g[b].kind));
+            if let (true, Some(t)) = (net, t) {
+                n.by_tier[t].links += 1;
             }
         }
         n
     }
 
-    /// Network cost in dollars.
-    pub fn cost(&self, p: &Prices) -> f64 {
-        self.nics as f64 * p.nic + self.switch_ports as f64 * p.switch_port + self.links as f64 * p.link
+    /// Switches, ports and links of the tiers below `tiers` (2: leaf and spine only).
+    pub fn within(&self, tiers: u32) -> TierCount {
+        let mut sum = TierCount::default();
+        for t in self.by_tier.iter().take(tiers as usize) {
+            sum.switches += t.switches;
+            sum.ports += t.ports;
+            sum.links += t.links;
+        }
+        sum
+    }
+
+    /// Network cost in dollars of a `tiers`-tier design (switches above it are not bought).
+    pub fn cost(&self, p: &Prices, tiers: u32) -> f64 {
+        let w = self.within(tiers);
+        self.nics as f64 * p.nic + w.ports as f64 * p.switch_port + w.links as f64 * p.link
     }
 }
 
@@ -230,13 +248,18 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, StudyError> {
     for (net, p) in &m.prices {
         for (name, v) in [("nic", p.nic), ("switch_port", p.switch_port), ("link", p.link)] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(err(format!("prices.{net}.{name}: expected a finite number >= 0, got {v}")));
+                return Err(err(format!(
+                    "prices.{net}.{name}: expected a finite number >= 0, got {v}"
+                )));
             }
         }
     }
     for r in &m.p2p {
         if r.guide_gbs.is_some() != r.guide_counts.is_some() {
-            return Err(err(format!("p2p {}: give both guide_gbs and guide_counts, or neither", r.stem)));
+            return Err(err(format!(
+                "p2p {}: give both guide_gbs and guide_counts, or neither",
+                r.stem
+            )));
         }
     }
     Ok(m)
@@ -267,7 +290,9 @@ pub fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>, StudyError> {
 }
 
 fn stem_of(p: &Path) -> String {
-    p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Runs one scenario of a study.
@@ -321,20 +346,22 @@ pub fn run_all(dir: &Path, out_root: &Path, jobs: usize, quiet: bool) -> Result<
         Mutex::new((0..files.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1).min(files.len().max(1)) {
-            s.spawn(|| loop {
-                let i = {
-                    let mut n = next.lock().expect("study work counter");
-                    let i = *n;
-                    *n += 1;
-                    i
-                };
-                let Some(f) = files.get(i) else { break };
-                let r = run_one(f, out_root);
-                if !quiet {
-                    let status = if r.is_ok() { "ok" } else { "FAILED" };
-                    eprintln!("study: [{}/{}] {} {status}", i + 1, files.len(), stem_of(f));
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().expect("study work counter");
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some(f) = files.get(i) else { break };
+                    let r = run_one(f, out_root);
+                    if !quiet {
+                        let status = if r.is_ok() { "ok" } else { "FAILED" };
+                        eprintln!("study: [{}/{}] {} {status}", i + 1, files.len(), stem_of(f));
+                    }
+                    results.lock().expect("study results")[i] = Some(r);
                 }
-                results.lock().expect("study results")[i] = Some(r);
             });
         }
     });
