@@ -15,6 +15,8 @@ use std::fmt::Write as _;
 pub const BW_TOLERANCE: f64 = 0.15;
 /// Latency within this fraction of the guide's figure: "holds".
 pub const LAT_TOLERANCE: f64 = 0.30;
+/// PCIe 4.0 x16 payload bound, GB/s: 16 GT/s x 16 lanes x 128/130 / 8 x 256/(256 + 24).
+pub const PCIE4_FRAMING_BOUND_GBS: f64 = 16.0 * 16.0 * 128.0 / 130.0 / 8.0 * 256.0 / 280.0;
 /// The guide's "over 1,000 servers" row: the size the scaling fit is extrapolated to.
 pub const EXTRAPOLATE_SERVERS: f64 = 1000.0;
 
@@ -659,7 +661,91 @@ pub fn render(m: &Manifest, d: &Measured, variant: &str) -> String {
         );
     }
     let _ = writeln!(o);
+    notes(&mut o, d);
     o
+}
+
+/// Section 6: how to read the tables; the statements that depend on the numbers are computed.
+fn notes(o: &mut String, d: &Measured) {
+    let _ = writeln!(o, "## 6. Reading the tables\n");
+    let _ = writeln!(
+        o,
+        "- **Bandwidth counting.** The guide's PCIe and NVLink figures are the sum of both directions at the \
+         signalling rate; its InfiniBand figures are one direction. The simulated figures are payload: PCIe loses \
+         128b/130b and 24 B per 256-B TLP, NVLink a 16-B header flit per 256 B, InfiniBand 26 B and RoCEv2 82 B per \
+         4096-B packet. Framing explains the difference to within a few per cent{}.",
+        d.p2p
+            .iter()
+            .find(|p| p.label.starts_with("PCIe 4.0"))
+            .map_or(String::new(), |p| format!(
+                " (PCIe 4.0: {:.1} GB/s simulated against a {:.1} GB/s framing bound, 16 GT/s x 16 x 128/130 x 256/280; \
+                 credit returns take the rest)",
+                p.one_way_gbs,
+                PCIE4_FRAMING_BOUND_GBS
+            ))
+    );
+    let _ = writeln!(
+        o,
+        "- **Latency.** The engine's wire latency is cables, switch traversal and serialization; NVLink's 100 ns \
+         per link and 200 ns per NVSwitch, PCIe's 150 ns per link and switch are assumptions \
+         (`docs/models/nvlink.md`, `docs/models/pcie.md`), and put NVLink 4 at 0.4 µs before any GPU time, above \
+         the guide's 0.3 µs. The guide's network latencies (0.4-0.7 µs) match adapter-and-switch hardware figures: \
+         the `total, inline send` column (no PCIe fetch) is within or near them, the full path with a DMA read of \
+         the payload is not. The endpoint delays are added to, not simulated in, the one-way latency (the engine \
+         has no endpoint stage; adding one is the engine owner's change to make)."
+    );
+    let mesh8 = d.server.get(&("mesh4".to_string(), 8)).and_then(|v| largest(&v.0)).map(|x| x.1);
+    let ring8 = d.server.get(&("ring4".to_string(), 8)).and_then(|v| largest(&v.0)).map(|x| x.1);
+    if let (Some(m), Some(r)) = (mesh8, ring8) {
+        let _ = writeln!(
+            o,
+            "- **A surprise: the full mesh.** A ring AllReduce on an 8-GPU NVLink full mesh uses one neighbour's \
+             links, 1/7 of the GPU's NVLinks (NVLink 4: 2 of 18), so the mesh ({m:.1} GB/s) is slower than an 8-GPU \
+             ring with the same links per GPU ({r:.1} GB/s) and than PCIe 5.0. NCCL would run several rings over different \
+             permutations on a mesh; this study runs one channel, the guide's statement is about the links."
+        );
+    }
+    let _ = writeln!(
+        o,
+        "- **Scaling.** The fit is at a fixed message size. A hierarchical AllReduce's inter-server ring has \
+         2(servers-1) steps, so at a fixed size its per-step messages shrink and latency takes over: busbw falls \
+         with the server count for every network. That is the trend the fit extrapolates, not a bandwidth limit of \
+         the fabric (the fat-trees are non-blocking)."
+    );
+    let common = d
+        .tails
+        .iter()
+        .filter(|t| t.net == "ib_ndr")
+        .filter_map(|t| {
+            let r = d.tails.iter().find(|x| x.net == "roce400" && x.servers == t.servers)?;
+            Some((t.servers, t.loaded_p99_us?, r.loaded_p99_us?))
+        })
+        .collect::<Vec<_>>();
+    let ib_worse = common.iter().filter(|c| c.1 > c.2).count();
+    if !common.is_empty() {
+        let _ = writeln!(
+            o,
+            "- **Tail latency.** Under the permutation and the incast, InfiniBand's loaded p99 is above RoCEv2 \
+             400G's at {ib_worse} of {} server counts. Lossless credit flow control spreads the incast's \
+             back-pressure upstream (a congestion tree) and probes that share a link wait behind it; DCQCN slows \
+             the senders at the source instead. Annex A10 congestion control with the model's default CCT and \
+             timer (last rows) does not lower the tail here; it is left at its defaults rather than tuned to the \
+             guide. 200 probes per run and one seed: read differences under ~2x as noise.",
+            common.len()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "- **Cost.** Only the network is priced (NICs, switch ports, links), at the shipped assumed prices; a \
+         2-tier design is priced without the core switches the fat-tree builder adds (they carry no traffic \
+         when every NIC is in one pod). Servers, GPUs, power and software are the same for every network \
+         and left out, so the per-dollar figures compare networks, not clusters."
+    );
+    let _ = writeln!(
+        o,
+        "- **Figures.** Plots of these tables are pending (the plotting work of issue 13); the numbers are all here."
+    );
+    let _ = writeln!(o);
 }
 
 fn sorted_sizes(it: impl Iterator<Item = u64>) -> Vec<u64> {
