@@ -56,11 +56,11 @@ fn coll(s: &Summary, workload: &str) -> Vec<(u64, f64, f64)> {
 
 fn size_label(b: u64) -> String {
     const MIB: u64 = 1 << 20;
-    if b >= 1 << 30 && b % (1 << 30) == 0 {
+    if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
         format!("{} GiB", b >> 30)
-    } else if b >= MIB && b % MIB == 0 {
+    } else if b >= MIB && b.is_multiple_of(MIB) {
         format!("{} MiB", b / MIB)
-    } else if b >= 1024 && b % 1024 == 0 {
+    } else if b >= 1024 && b.is_multiple_of(1024) {
         format!("{} KiB", b / 1024)
     } else {
         format!("{b} B")
@@ -298,10 +298,8 @@ pub fn measure(m: &Manifest, runs: &[StudyRun]) -> Result<Measured, StudyError> 
         }
     }
     let order = |net: &str| NETWORKS.iter().position(|n| n.0 == net).unwrap_or(NETWORKS.len());
-    out.clusters
-        .sort_by(|a, b| (a.tiers, order(&a.net), a.servers).cmp(&(b.tiers, order(&b.net), b.servers)));
-    out.tails
-        .sort_by(|a, b| (order(&a.net), a.servers).cmp(&(order(&b.net), b.servers)));
+    out.clusters.sort_by_key(|c| (c.tiers, order(&c.net), c.servers));
+    out.tails.sort_by_key(|t| (order(&t.net), t.servers));
     Ok(out)
 }
 
@@ -694,8 +692,16 @@ fn notes(o: &mut String, d: &Measured) {
          the payload is not. The endpoint delays are added to, not simulated in, the one-way latency (the engine \
          has no endpoint stage; adding one is the engine owner's change to make)."
     );
-    let mesh8 = d.server.get(&("mesh4".to_string(), 8)).and_then(|v| largest(&v.0)).map(|x| x.1);
-    let ring8 = d.server.get(&("ring4".to_string(), 8)).and_then(|v| largest(&v.0)).map(|x| x.1);
+    let mesh8 = d
+        .server
+        .get(&("mesh4".to_string(), 8))
+        .and_then(|v| largest(&v.0))
+        .map(|x| x.1);
+    let ring8 = d
+        .server
+        .get(&("ring4".to_string(), 8))
+        .and_then(|v| largest(&v.0))
+        .map(|x| x.1);
     if let (Some(m), Some(r)) = (mesh8, ring8) {
         let _ = writeln!(
             o,
@@ -755,8 +761,11 @@ fn sorted_sizes(it: impl Iterator<Item = u64>) -> Vec<u64> {
     v
 }
 
-/// (network, points, fit) of AllReduce busbw at the largest size against servers, 2-tier runs.
-pub fn scaling(d: &Measured) -> Vec<(String, usize, Option<(f64, f64)>)> {
+/// (network, points, fitted (a, b) of busbw = e^a x servers^b).
+pub type Fit = (String, usize, Option<(f64, f64)>);
+
+/// The fit of AllReduce busbw at the largest size against servers, over the 2-tier runs.
+pub fn scaling(d: &Measured) -> Vec<Fit> {
     NETWORKS
         .iter()
         .filter_map(|(net, _)| {
@@ -844,8 +853,11 @@ pub fn server_verdict(d: &Measured) -> (String, String, String) {
     (verdict, para.clone(), para)
 }
 
-/// The per-network figures at one server count: AllReduce busbw, perf per cost, loaded p99.
-fn at_servers(d: &Measured, net: &str, servers: u32) -> Option<(f64, Option<f64>, Option<f64>, Option<f64>)> {
+/// (AllReduce busbw at the largest size, busbw per $1k per GPU, loaded p99 us, $ per GPU).
+type AtServers = (f64, Option<f64>, Option<f64>, Option<f64>);
+
+/// The per-network figures at one server count (2-tier runs).
+fn at_servers(d: &Measured, net: &str, servers: u32) -> Option<AtServers> {
     let c = d
         .clusters
         .iter()
