@@ -740,6 +740,32 @@ fn notes(o: &mut String, d: &Measured) {
             common.len()
         );
     }
+    let a2a = d
+        .clusters
+        .iter()
+        .filter(|c| c.net == "ib_ndr")
+        .filter_map(|c| {
+            let r = d
+                .clusters
+                .iter()
+                .find(|x| x.net == "roce400" && x.servers == c.servers && x.tiers == c.tiers)?;
+            Some((largest(&c.a2a)?.1, largest(&r.a2a)?.1))
+        })
+        .collect::<Vec<_>>();
+    let roce_ahead = a2a.iter().filter(|x| x.1 > x.0).count();
+    if roce_ahead > 0 {
+        let _ = writeln!(
+            o,
+            "- **Another surprise: all-to-all.** RoCEv2 400G's all-to-all busbw is above NDR InfiniBand's at \
+             {roce_ahead} of {} cluster sizes, although the links have the same rate and IB's headers are smaller. \
+             The likely cause is the IB switch model's default input discipline, one FIFO per input port and VL \
+             (`[fabric.infiniband] input_queues = \"fifo\"`): in an all-to-all a packet waiting for a busy output \
+             blocks those behind it for idle outputs (head-of-line blocking), while the RoCEv2 switches queue at \
+             the output. Virtual output queues avoid it: rerun with `input_queues = \"voq\"` \
+             to see the difference (not part of this study yet).",
+            a2a.len()
+        );
+    }
     let _ = writeln!(
         o,
         "- **Cost.** Only the network is priced (NICs, switch ports, links), at the shipped assumed prices; a \
