@@ -1078,3 +1078,52 @@ fn at_servers_pair(d: &Measured, s: Option<u32>) -> Option<Pair> {
     let re = at_servers(d, "roce400", s)?;
     Some(((ib.0, ib.2), (re.0, re.2)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_fit_recovers_an_exact_power_law() {
+        let pts: Vec<(f64, f64)> = [2.0f64, 4.0, 8.0, 16.0]
+            .iter()
+            .map(|x| (*x, 300.0 * x.powf(-0.5)))
+            .collect();
+        let (a, b) = power_fit(&pts).unwrap();
+        assert!((b + 0.5).abs() < 1e-12, "b = {b}");
+        assert!((a.exp() - 300.0).abs() < 1e-9, "a = {a}");
+        assert!(power_fit(&pts[..1]).is_none());
+        assert!(power_fit(&[(4.0, 1.0), (4.0, 2.0)]).is_none());
+    }
+
+    fn row(gbs: f64, wire_us: f64) -> P2p {
+        P2p {
+            label: "x".into(),
+            family: Family::Network,
+            one_way_gbs: gbs,
+            both_gbs: 2.0 * gbs,
+            wire_us,
+            endpoint_us: 1.0,
+            endpoint_inline_us: 0.5,
+            guide_gbs: Some(50.0),
+            guide_counts: Some(Counts::One),
+            guide_us: Some(0.6),
+        }
+    }
+
+    #[test]
+    fn p2p_verdicts_follow_the_tolerances() {
+        assert_eq!(p2p_verdict(&row(49.0, -0.4)), HOLDS); // total 0.6 us
+        assert!(p2p_verdict(&row(49.0, 0.15)).contains("inline send")); // total 1.15, inline 0.65
+        assert!(p2p_verdict(&row(49.0, 1.0)).starts_with(HOLDS_IF)); // latency off, bandwidth ok
+        assert_eq!(p2p_verdict(&row(30.0, 1.0)), FAILS);
+    }
+
+    #[test]
+    fn size_labels() {
+        assert_eq!(size_label(1 << 30), "1 GiB");
+        assert_eq!(size_label(512 << 10), "512 KiB");
+        assert_eq!(size_label(3 << 20), "3 MiB");
+        assert_eq!(size_label(100), "100 B");
+    }
+}
