@@ -758,11 +758,11 @@ fn notes(o: &mut String, d: &Measured) {
             o,
             "- **Another surprise: all-to-all.** RoCEv2 400G's all-to-all busbw is above NDR InfiniBand's at \
              {roce_ahead} of {} cluster sizes, although the links have the same rate and IB's headers are smaller. \
-             The likely cause is the IB switch model's default input discipline, one FIFO per input port and VL \
+             Most of the gap is the IB switch model's default input discipline, one FIFO per input port and VL \
              (`[fabric.infiniband] input_queues = \"fifo\"`): in an all-to-all a packet waiting for a busy output \
              blocks those behind it for idle outputs (head-of-line blocking), while the RoCEv2 switches queue at \
              the output. Virtual output queues avoid it: rerun with `input_queues = \"voq\"` \
-             to see the difference (not part of this study yet).",
+             to see it (a hand run at 16 servers: `studies/selection-guide/README.md`, Status).",
             a2a.len()
         );
     }
