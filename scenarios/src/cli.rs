@@ -107,6 +107,30 @@ pub enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run a study (a manifest and directories of scenarios, e.g.
+    /// studies/selection-guide/study.toml) end to end and write its Markdown report.
+    Study {
+        /// The study's manifest (study.toml).
+        manifest: PathBuf,
+        /// Run the full-size scenarios (full/) instead of the reduced ones (ci/).
+        #[arg(long)]
+        full: bool,
+        /// Results root (default: results/<study>-ci or -full); each run in DIR/<stem>.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Write the report here instead of the manifest's `study.doc`.
+        #[arg(long, value_name = "FILE", conflicts_with = "no_doc")]
+        doc: Option<PathBuf>,
+        /// Write no report file (the report is still printed and kept in DIR/report.md).
+        #[arg(long)]
+        no_doc: bool,
+        /// Runs at once (default 1).
+        #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// No progress lines on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Run scenarios and write their metrics as their baselines.
     Bless {
         /// Scenario files (TOML).
@@ -283,6 +307,34 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             }
             Err(e) => fail(e, err),
         },
+        Cmd::Study {
+            manifest,
+            full,
+            out: out_dir,
+            doc,
+            no_doc,
+            jobs,
+            quiet,
+        } => {
+            let opts = crate::study::StudyOptions {
+                full,
+                out: out_dir,
+                doc,
+                no_doc,
+                jobs: jobs.map_or(1, |j| j as usize),
+                quiet,
+            };
+            match crate::study::run_study(&manifest, &opts) {
+                Ok(md) => {
+                    let _ = out.write_all(md.as_bytes());
+                    0
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    e.exit_code()
+                }
+            }
+        }
         Cmd::Sweep {
             file,
             out: out_dir,

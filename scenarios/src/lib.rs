@@ -35,6 +35,7 @@ pub mod results_dir;
 pub mod roce_report;
 pub mod runner;
 pub mod schema;
+pub mod study;
 pub mod sweep;
 pub mod training_report;
 pub mod units;
