@@ -44,6 +44,14 @@ pub enum Cmd {
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
+        /// Also draw the plots into <results>/plots/ (as `fabricsim plot`).
+        #[arg(long)]
+        plots: bool,
+    },
+    /// Draw the plots of a finished run into DIR/plots/ (SVG).
+    Plot {
+        /// A results directory written by `fabricsim run`.
+        dir: PathBuf,
     },
     /// Check a scenario without running it.
     Validate {
@@ -201,6 +209,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             out: out_dir,
             seed,
             quiet,
+            plots,
         } => {
             let opts = RunOptions {
                 out_dir,
@@ -218,6 +227,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                         let _ = write!(out, "{}", crate::training_report::table(t));
                     }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
+                    if plots {
+                        match crate::plots::plot_dir(&r.out_dir) {
+                            Ok(files) => {
+                                let _ = writeln!(
+                                    out,
+                                    "plots: {} files in {}",
+                                    files.len(),
+                                    r.out_dir.join("plots").display()
+                                );
+                            }
+                            Err(e) => {
+                                let _ = writeln!(err, "error: {e}");
+                                return 1;
+                            }
+                        }
+                    }
                     if r.summary.run.outcome == crate::report::OUTCOME_INTERRUPTED {
                         crate::interrupt::EXIT_INTERRUPTED
                     } else {
@@ -227,6 +252,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                 Err(e) => fail(e, err),
             }
         }
+        Cmd::Plot { dir } => match crate::plots::plot_dir(&dir) {
+            Ok(files) => {
+                for f in &files {
+                    let _ = writeln!(out, "{}", f.display());
+                }
+                0
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                1
+            }
+        },
         Cmd::Validate { file } if crate::sweep::is_sweep_file(&file) => {
             crate::sweep::command::validate(&file, out, err, fancy)
         }
