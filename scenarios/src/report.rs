@@ -562,11 +562,28 @@ fn csv_field(text: &str) -> String {
     }
 }
 
+/// The level of a node of `kind` in the drawings (`ports.csv` `node_level`): 0 endpoints
+/// (hosts, GPUs), 1 the devices inside a server (GPU hubs, NVSwitch chips, PCIe switches, root
+/// complexes, NICs), 2 + t network switches of tier t.
+pub fn node_level(kind: fabrics::topology::NodeKind) -> u8 {
+    use fabrics::topology::NodeKind;
+    match kind {
+        NodeKind::Host => 0,
+        NodeKind::Switch { tier } => tier.saturating_add(2),
+        _ => 1,
+    }
+}
+
 /// `ports.csv`: one row per egress port.
 pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime, ideals: &[Option<IdealPath>]) -> String {
     let mut s = String::from(
-        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes,utilisation_active",
+        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes,utilisation_active,node_level,peer_level",
     );
+    let levels: Vec<u8> = topo
+        .graph
+        .node_indices()
+        .map(|n| node_level(topo.graph[n].kind))
+        .collect();
     if fabric.ib().is_some() {
         s.push_str(crate::ib_report::PORT_COLUMNS);
     }
@@ -578,7 +595,7 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime, ideals: &[Optio
         let st = &r.port.stats;
         let _ = write!(
             s,
-            "{},{},{},{},{},{},{},{:.6},{},{},{},{:.3},{:.6}",
+            "{},{},{},{},{},{},{},{:.6},{},{},{},{:.3},{:.6},{},{}",
             r.id,
             r.node,
             r.port_index,
@@ -592,6 +609,8 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime, ideals: &[Optio
             st.queue_bytes.max(),
             r.mean_queue_bytes,
             r.utilisation_active,
+            levels[r.port.node as usize],
+            levels[r.port.peer_node as usize],
         );
         if let Some(ib) = fabric.ib() {
             s.push_str(&crate::ib_report::port_cells(ib, r.id, end));

@@ -83,7 +83,7 @@ fn run_with_plots_draws_every_figure_with_labelled_axes_and_values_in_range() {
     let out = dir.path().join("out");
     let o = fabricsim(&["run", s(&path), "--out", s(&out), "--plots"]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stdout.contains("plots: 6 files in"), "{}", o.stdout);
+    assert!(o.stdout.contains("plots: 7 files in"), "{}", o.stdout);
     let plots = out.join("plots");
     for (file, title, x, y) in [
         (
@@ -171,7 +171,7 @@ fn run_with_plots_draws_every_figure_with_labelled_axes_and_values_in_range() {
     let before = std::fs::read(plots.join("util_hotspots.svg")).unwrap();
     let o = fabricsim(&["plot", s(&out)]);
     assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(o.stdout.lines().count(), 6, "{}", o.stdout);
+    assert_eq!(o.stdout.lines().count(), 7, "{}", o.stdout);
     assert_eq!(std::fs::read(plots.join("util_hotspots.svg")).unwrap(), before);
 }
 
@@ -206,4 +206,87 @@ fn plot_refuses_a_directory_that_is_not_a_results_directory() {
     assert_eq!(o.code, 1, "{o:?}");
     assert!(o.stderr.contains("not a fabricsim results directory"), "{}", o.stderr);
     assert!(!dir.path().join("plots").exists());
+}
+
+/// Colours of the stroked lines of an SVG (`stroke="#rrggbb"`), with their widths.
+fn strokes(path: &Path) -> Vec<(String, f64)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "polyline")
+        .filter_map(|n| {
+            Some((
+                n.attribute("stroke")?.to_owned(),
+                n.attribute("stroke-width").and_then(|w| w.parse().ok()).unwrap_or(1.0),
+            ))
+        })
+        .collect()
+}
+
+/// The hotspot map: one box per node on small fabrics, the levels named, links coloured by
+/// utilisation (a hot link is red), thick where they dropped, and the pause tree as arrows.
+#[test]
+fn hotspot_map_shows_levels_hot_links_drops_and_the_pause_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = fabricsim(&[
+        "run",
+        s(&catalogue("roce_victim_flow.toml")),
+        "--out",
+        s(&out),
+        "--plots",
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let map = out.join("plots/hotspot_map.svg");
+    let svg = parse(&map);
+    assert!(svg.texts.iter().any(|t| t == "endpoints"), "{:?}", svg.texts);
+    assert!(svg.texts.iter().any(|t| t == "switches, tier 0"));
+    assert!(svg.texts.iter().any(|t| t == "switches, tier 1"));
+    assert!(svg.texts.iter().any(|t| t == "Hotspot map: roce_victim_flow"));
+    // 20 hosts, 4 leaves, 1 spine: one box each (plus the background).
+    let text = std::fs::read_to_string(&map).unwrap();
+    assert_eq!(text.matches("<rect").count(), 1 + 25);
+    let st = strokes(&map);
+    // 24 links drawn; the congested spine -> leaf1 downlink is red-hot (utilisation ~1).
+    let reds = st
+        .iter()
+        .filter(|(c, _)| c.starts_with("#DC") || c.starts_with("#dc"))
+        .count();
+    assert!(reds >= 1, "{st:?}");
+    // Pause tree arrows in blue.
+    let blue = st.iter().filter(|(c, _)| c.eq_ignore_ascii_case("#1E50DC")).count();
+    assert!(blue >= 4, "{st:?}");
+
+    // Drops: thick links on the lossy base fabric.
+    let out2 = dir.path().join("q");
+    let o = fabricsim(&["run", s(&catalogue("quickstart.toml")), "--out", s(&out2), "--plots"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let st = strokes(&out2.join("plots/hotspot_map.svg"));
+    assert!(st.iter().any(|(_, w)| *w >= 5.0), "{st:?}");
+}
+
+/// At scale the levels are aggregated into boxes: a 16-server cluster (128 GPUs, hundreds of
+/// devices inside the servers) draws at most 32 boxes a level.
+#[test]
+fn hotspot_map_aggregates_large_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = fabricsim(&[
+        "run",
+        s(&catalogue("cluster16_hgx_roce400_allreduce.toml")),
+        "--out",
+        s(&out),
+        "--plots",
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let text = std::fs::read_to_string(out.join("plots/hotspot_map.svg")).unwrap();
+    let rects = text.matches("<rect").count() - 1;
+    assert!(rects <= 32 * 5, "{rects} boxes");
+    assert!(rects >= 32 * 2, "{rects} boxes");
+    assert!(
+        parse(&out.join("plots/hotspot_map.svg"))
+            .texts
+            .iter()
+            .any(|t| t == "inside servers")
+    );
 }

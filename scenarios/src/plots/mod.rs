@@ -10,8 +10,10 @@
 //! | `queue_hotspots.svg`, `util_hotspots.svg` | `timeseries_ports.csv` | queue and utilisation over time of the top hotspot ports |
 //! | `flow_rates.svg` | `timeseries_flows.csv` | congestion-control rate over time of the first flows |
 //! | `busbw.svg` | `collectives.csv` | bus bandwidth versus message size per collective workload |
+//! | `hotspot_map.svg` | `ports.csv`, `summary.json` trees | the topology by levels, links coloured by utilisation, the pause / congestion tree as arrows (`map.rs`) |
 
 mod chart;
+mod map;
 
 use chart::{Chart, Series, line_chart};
 use std::collections::BTreeMap;
@@ -139,6 +141,14 @@ pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
     if let Some(s) = &summary {
         out.push(("slowdown_by_size.svg", draw(dir, slowdown_by_size(s))?));
     }
+    if let Some((path, t)) = table(dir, "ports.csv")?
+        && t.header.iter().any(|h| h == "node_level")
+    {
+        out.push((
+            "hotspot_map.svg",
+            draw(&path, hotspot_map(&path, &t, summary.as_ref())?)?,
+        ));
+    }
     if let Some((path, t)) = table(dir, "timeseries_ports.csv")? {
         let hot: Vec<u64> = summary
             .as_ref()
@@ -156,6 +166,50 @@ pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
         out.push(("busbw.svg", draw(&path, busbw(&path, &t)?)?));
     }
     Ok(out)
+}
+
+/// The hotspot map from `ports.csv` (levels, utilisation, drops) and the summary's trees.
+fn hotspot_map(path: &Path, t: &Table, summary: Option<&serde_json::Value>) -> Result<Drawn, PlotError> {
+    let (nc, pc) = (t.col(path, "node")?, t.col(path, "peer")?);
+    let (nl, pl) = (t.col(path, "node_level")?, t.col(path, "peer_level")?);
+    let (uc, dc) = (t.col(path, "utilisation_active")?, t.col(path, "drops")?);
+    let links: Vec<map::Link> = t
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(map::Link {
+                node: r.get(nc)?.clone(),
+                peer: r.get(pc)?.clone(),
+                node_level: r.get(nl)?.parse().ok()?,
+                peer_level: r.get(pl)?.parse().ok()?,
+                utilisation_active: Table::num(r, uc)?,
+                drops: r.get(dc)?.parse().ok()?,
+            })
+        })
+        .collect();
+    // Tree edges name ports `node->peer` (pause tree) or `node -> peer` (congestion tree).
+    let node = |v: &serde_json::Value| {
+        v.as_str()
+            .and_then(|p| p.split("->").next())
+            .map(|n| n.trim().to_owned())
+    };
+    let mut arrows = Vec::new();
+    if let Some(s) = summary {
+        for (tree, held, by) in [
+            ("pause_tree", "paused", "paused_by"),
+            ("congestion_tree", "stalled", "waits_for"),
+        ] {
+            for e in s[tree].as_array().into_iter().flatten() {
+                if let (Some(held), Some(by)) = (node(&e[held]), node(&e[by])) {
+                    arrows.push(map::Arrow { held, by });
+                }
+            }
+        }
+    }
+    let title = summary
+        .and_then(|s| s["scenario"]["name"].as_str())
+        .map_or_else(|| "Hotspot map".to_owned(), |n| format!("Hotspot map: {n}"));
+    Ok(map::hotspot_map(&links, &arrows, &title))
 }
 
 /// Empirical CDF of `v` (sorted in place) as a step line: at each value the fraction at or
