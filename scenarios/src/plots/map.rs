@@ -188,7 +188,7 @@ mod tests {
         let rects = svg.matches("<rect").count();
         // 1 background + at most 32 boxes per level (1000 hosts, 100 switches).
         assert!(rects <= 1 + 2 * MAX_BOXES, "{rects}");
-        assert!(rects >= 1 + 2 * 10);
+        assert!(rects > 2 * 10);
         assert!(svg.contains("endpoints") && svg.contains("switches, tier 0"));
     }
 
