@@ -57,14 +57,15 @@ fn heat(u: f64) -> RGBColor {
 
 /// Draws the map as an SVG of 1200 x 800.
 pub fn hotspot_map(links: &[Link], arrows: &[Arrow], title: &str) -> Result<String, String> {
-    // Nodes per level in order of first appearance.
+    // Nodes per level in node order (`ports.csv` lists ports node by node; a node seen only
+    // as a peer comes after).
     let mut levels: BTreeMap<u8, Vec<String>> = BTreeMap::new();
     let mut seen: BTreeMap<&str, ()> = BTreeMap::new();
-    for l in links {
-        for (n, lv) in [(&l.node, l.node_level), (&l.peer, l.peer_level)] {
-            if seen.insert(n.as_str(), ()).is_none() {
-                levels.entry(lv).or_default().push(n.clone());
-            }
+    let owners = links.iter().map(|l| (&l.node, l.node_level));
+    let peers = links.iter().map(|l| (&l.peer, l.peer_level));
+    for (n, lv) in owners.chain(peers) {
+        if seen.insert(n.as_str(), ()).is_none() {
+            levels.entry(lv).or_default().push(n.clone());
         }
     }
     // Node -> box; boxes per level.
