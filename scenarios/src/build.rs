@@ -242,6 +242,7 @@ impl Loaded {
                 format!("expected a time in (0, {MAX_END_TIME}], got {end}"),
             ));
         }
+        self.check_output()?;
         if sc.run.max_events == 0 {
             return Err(self.err("run.max_events", "expected at least 1 event"));
         }

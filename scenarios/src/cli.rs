@@ -45,6 +45,14 @@ pub enum Cmd {
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
+        /// Also draw the plots into <results>/plots/ (as `fabricsim plot`).
+        #[arg(long)]
+        plots: bool,
+    },
+    /// Draw the plots of a finished run into DIR/plots/ (SVG).
+    Plot {
+        /// A results directory written by `fabricsim run`.
+        dir: PathBuf,
     },
     /// Check a scenario without running it.
     Validate {
@@ -226,6 +234,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             out: out_dir,
             seed,
             quiet,
+            plots,
         } => {
             let opts = RunOptions {
                 out_dir,
@@ -243,11 +252,39 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                         let _ = write!(out, "{}", crate::training_report::table(t));
                     }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
+                    if plots {
+                        match crate::plots::plot_dir(&r.out_dir) {
+                            Ok(files) => {
+                                let _ = writeln!(
+                                    out,
+                                    "plots: {} files in {}",
+                                    files.len(),
+                                    r.out_dir.join("plots").display()
+                                );
+                            }
+                            Err(e) => {
+                                let _ = writeln!(err, "error: {e}");
+                                return 1;
+                            }
+                        }
+                    }
                     crate::outcome::Outcome::parse(r.summary.run.outcome).map_or(0, crate::outcome::Outcome::exit_code)
                 }
                 Err(e) => fail(e, err),
             }
         }
+        Cmd::Plot { dir } => match crate::plots::plot_dir(&dir) {
+            Ok(files) => {
+                for f in &files {
+                    let _ = writeln!(out, "{}", f.display());
+                }
+                0
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                1
+            }
+        },
         Cmd::Validate { file } if crate::sweep::is_sweep_file(&file) => {
             crate::sweep::command::validate(&file, out, err, fancy)
         }

@@ -41,9 +41,12 @@ pub struct CollectiveRow {
     pub p50_time_us: Option<f64>,
     pub p90_time_us: Option<f64>,
     pub p99_time_us: Option<f64>,
-    /// From the mean time, GB/s.
-    pub algbw_gbps: Option<f64>,
-    pub busbw_gbps: Option<f64>,
+    /// From the mean time, in GB/s (gigabytes: nccl-tests' unit; `_GBps`, not `_gbps`, which
+    /// is Gb/s everywhere else).
+    #[serde(rename = "algbw_GBps")]
+    pub algbw_gbytes_per_s: Option<f64>,
+    #[serde(rename = "busbw_GBps")]
+    pub busbw_gbytes_per_s: Option<f64>,
 }
 
 fn op_name(k: CollectiveKind) -> &'static str {
@@ -131,8 +134,8 @@ pub fn rows(fabric: &Fabric, instances: &[(usize, Instance)], names: &[String]) 
                 p50_time_us: g.hist.quantile_ps(0.5).map(us),
                 p90_time_us: g.hist.quantile_ps(0.9).map(us),
                 p99_time_us: g.hist.quantile_ps(0.99).map(us),
-                algbw_gbps: algbw,
-                busbw_gbps: algbw.map(|a| a * busbw_factor(op, spec.n_ranks)),
+                algbw_gbytes_per_s: algbw,
+                busbw_gbytes_per_s: algbw.map(|a| a * busbw_factor(op, spec.n_ranks)),
             }
         })
         .collect()
@@ -185,7 +188,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// `collectives.csv`.
 pub fn csv(rows: &[CollectiveRow]) -> String {
     let mut s = String::from(
-        "workload,op,algorithm,ranks,size_bytes,iterations,completed,time_us,min_time_us,max_time_us,p50_time_us,p90_time_us,p99_time_us,algbw_gbps,busbw_gbps\n",
+        "workload,op,algorithm,ranks,size_bytes,iterations,completed,time_us,min_time_us,max_time_us,p50_time_us,p90_time_us,p99_time_us,algbw_GBps,busbw_GBps\n",
     );
     for r in rows {
         let _ = writeln!(
@@ -204,8 +207,8 @@ pub fn csv(rows: &[CollectiveRow]) -> String {
             opt(r.p50_time_us, 3),
             opt(r.p90_time_us, 3),
             opt(r.p99_time_us, 3),
-            opt(r.algbw_gbps, 2),
-            opt(r.busbw_gbps, 2),
+            opt(r.algbw_gbytes_per_s, 2),
+            opt(r.busbw_gbytes_per_s, 2),
         );
     }
     s
@@ -233,8 +236,8 @@ pub fn table(rows: &[CollectiveRow]) -> String {
             r.ranks,
             r.size_bytes,
             r.time_us.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
-            opt(r.algbw_gbps, 2),
-            opt(r.busbw_gbps, 2),
+            opt(r.algbw_gbytes_per_s, 2),
+            opt(r.busbw_gbytes_per_s, 2),
         );
     }
     o

@@ -12,6 +12,8 @@ use std::fmt::Write as _;
 /// as `waits_for` is a root of congestion.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct TreeEdge {
+    /// Depth in the tree: 0 for a port that waits for a root, +1 per level below.
+    pub depth: u32,
     pub stalled: String,
     pub waits_for: String,
     pub stall_ns: f64,
@@ -96,16 +98,18 @@ pub fn counters(ib: &IbState, fabric: &Fabric, end: SimTime) -> Vec<(&'static st
     ]
 }
 
-/// The congestion tree in breadth-first order from its roots (ports that others wait for
-/// but that never waited for credits themselves), longest stalls first at each level; at most
-/// `n` edges. Edges whose downstream head waited for nothing (credits in flight) come last.
+/// The congestion tree depth first from its roots (ports that others wait for but that never
+/// waited for credits themselves), longest stalls first among siblings, each edge with its
+/// depth; at most `n` edges. Edges whose downstream head waited for nothing (credits in
+/// flight) come last.
 pub fn congestion_tree(ib: &IbState, fabric: &Fabric, topo: &Topology, n: usize) -> Vec<TreeEdge> {
     let names = names(topo);
-    let order = crate::report::breadth_first_from_roots(&ib.congestion_edges(), |e| e.0, |e| e.1);
+    let order = crate::tree::depth_first_from_roots(&ib.congestion_edges(), |e| e.0, |e| e.1);
     order
         .into_iter()
         .take(n)
-        .map(|(a, b, ps)| TreeEdge {
+        .map(|((a, b, ps), depth)| TreeEdge {
+            depth,
             stalled: port_name(fabric, &names, a),
             waits_for: if b == u32::MAX {
                 "(credits in flight)".to_owned()

@@ -7,6 +7,8 @@
 //! - [`wording`]: serde's and the TOML parser's messages in the user's terms.
 //! - [`locate`]: finds a field's position for errors found after parsing.
 //! - [`build`]: scenario -> topology, routes, engine configuration, flows, limits.
+//! - [`output_spec`]: the checks of `[output]` beyond its types (bucket edges, sampling).
+//! - [`plots`]: SVG plots of a results directory (`fabricsim plot DIR`, `run --plots`).
 //! - [`runner`]: runs a scenario and writes its results directory atomically.
 //! - [`results_dir`]: the results directory's marker and the swap of old and new results.
 //! - [`interrupt`]: SIGINT/SIGTERM counted, polled by the run loop and the results writer.
@@ -15,6 +17,9 @@
 //! - [`regression`]: baselines, `fabricsim check` and `fabricsim bless`.
 //! - [`sweep`]: `[sweep]` tables, `fabricsim sweep` (points as child processes), sweep tables.
 //! - [`ib_report`]: InfiniBand-only outputs (credit stalls, congestion tree, `ib_vls.csv`).
+//! - [`fct_report`]: FCT slowdown per flow, per flow-size bucket and per workload group.
+//! - [`timeseries`]: `[output] sample`: per-port and per-flow time series, the run cut into windows.
+//! - [`tree`]: the congestion and pause trees in depth-first order with depths.
 //! - [`roce_report`]: RoCEv2-only outputs (`roce_ports.csv`, `roce.json`: PFC, ECN, pause tree, deadlock).
 //!
 //! Only this crate reads or writes files.
@@ -23,11 +28,14 @@ pub mod build;
 pub mod cli;
 pub mod collective_report;
 pub mod diag;
+pub mod fct_report;
 pub mod files;
 pub mod ib_report;
 pub mod interrupt;
 pub mod locate;
 pub mod outcome;
+pub mod output_spec;
+pub mod plots;
 pub mod proc_stats;
 pub mod regression;
 pub mod report;
@@ -37,6 +45,8 @@ pub mod runner;
 pub mod schema;
 pub mod study;
 pub mod sweep;
+pub mod timeseries;
 pub mod training_report;
+pub mod tree;
 pub mod units;
 pub mod wording;

@@ -2,7 +2,7 @@
 //! terminal table. Everything is computed from the engine's integer state at the end of the
 //! run, so the same run always yields the same bytes.
 
-use fabrics::engine::{Fabric, FlowRecord, Port};
+use fabrics::engine::{Fabric, FlowRecord, IdealPath, Port};
 use fabrics::topology::Topology;
 use serde::Serialize;
 use sim_core::{LatencyHistogram, RunReport, SimTime};
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Version tag of `summary.json`; bump it when the schema changes (see `docs/results.md`).
-pub const SUMMARY_SCHEMA: &str = "fabricsim.summary/1";
+pub const SUMMARY_SCHEMA: &str = "fabricsim.summary/2";
 
 /// `run.outcome` of a run ended by a signal (Ctrl-C, SIGTERM): `sim_core`'s `stopped`, the
 /// only stop the CLI's progress callback asks for.
@@ -27,6 +27,8 @@ pub struct Summary {
     pub flows: FlowTotals,
     pub packet_latency_ns: Percentiles,
     pub fct_ns: Percentiles,
+    /// FCT over the ideal FCT of each flow alone on its path (`fct_report.rs`).
+    pub slowdown: crate::fct_report::SlowdownSummary,
     pub throughput: Throughput,
     pub hotspots: Vec<Hotspot>,
     /// Per workload group (`[[workload]]` entry), in workload order.
@@ -49,6 +51,9 @@ pub struct Summary {
     /// Training-step workloads (`training_report.rs`); absent when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<Vec<crate::training_report::TrainingRow>>,
+    /// The time series (`[output] sample`, `timeseries.rs`); absent without sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<crate::timeseries::TimeseriesInfo>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -137,8 +142,9 @@ pub struct Throughput {
     pub delivered_gbps: f64,
     /// Mean over flows with deliveries of their goodput (bytes delivered / (last delivery - start)).
     pub mean_flow_gbps: Option<f64>,
-    /// The same, as a fraction of each flow's source line rate.
-    pub mean_flow_fraction_of_line_rate: Option<f64>,
+    /// The same, as a fraction of the bottleneck rate of each flow's path (a GPU's flow that
+    /// leaves its server is measured against its NIC, not its NVLink).
+    pub mean_flow_fraction_of_bottleneck: Option<f64>,
 }
 
 /// One row of the congested-ports ranking.
@@ -151,6 +157,8 @@ pub struct Hotspot {
     pub mean_queue_bytes: f64,
     pub max_queue_bytes: u64,
     pub utilisation: f64,
+    /// Utilisation over the port's active interval (`docs/results.md`).
+    pub utilisation_active: f64,
 }
 
 /// One workload group: the flows of one `[[workload]]` entry.
@@ -175,6 +183,8 @@ pub struct GroupSummary {
     pub mean_flow_gbps: Option<f64>,
     /// Flow completion times of the group's completed flows.
     pub fct_ns: Percentiles,
+    /// FCT slowdowns of the group's completed non-empty flows.
+    pub slowdown: crate::fct_report::SlowdownStats,
 }
 
 /// Name and traffic class of every workload group, in `[[workload]]` order; the name
@@ -223,7 +233,12 @@ pub fn fabric_counters(fabric: &Fabric, end: SimTime) -> BTreeMap<String, u64> {
 
 /// Per-group figures. `groups` gives the name and class of every group (see [`group_names`]);
 /// a flow whose group has no entry there is counted under `workload<group>`.
-pub fn group_summaries(fabric: &Fabric, groups: &[(String, u8)], end: SimTime) -> Vec<GroupSummary> {
+pub fn group_summaries(
+    fabric: &Fabric,
+    groups: &[(String, u8)],
+    ideals: &[Option<IdealPath>],
+    end: SimTime,
+) -> Vec<GroupSummary> {
     let flows = fabric.flows();
     let n_groups = flows
         .iter()
@@ -232,6 +247,7 @@ pub fn group_summaries(fabric: &Fabric, groups: &[(String, u8)], end: SimTime) -
         .unwrap_or(0)
         .max(groups.len());
     let mut members: Vec<Vec<&FlowRecord>> = vec![Vec::new(); n_groups];
+    let mut slowdowns = crate::fct_report::per_group(fabric, ideals, n_groups).into_iter();
     for r in fabric.flow_records() {
         members[flows[r.id as usize].group as usize].push(r);
     }
@@ -272,6 +288,7 @@ pub fn group_summaries(fabric: &Fabric, groups: &[(String, u8)], end: SimTime) -
                 mean_flow_gbps: (!goodputs.is_empty())
                     .then(|| goodputs.iter().sum::<f64>() / goodputs.len() as f64 / 1e9),
                 fct_ns,
+                slowdown: slowdowns.next().expect("one per group"),
             }
         })
         .collect()
@@ -298,12 +315,55 @@ pub struct PortRow<'a> {
     pub port_index: u32,
     pub peer: &'a str,
     pub mean_queue_bytes: f64,
+    /// Busy time over the whole run `[0, end]`.
     pub utilisation: f64,
+    /// Busy time over the port's active interval ([`active_intervals`]); the whole run for a
+    /// port no flow is routed through (reverse ACK/CNP paths, other sprayed links).
+    pub utilisation_active: f64,
 }
 
-pub fn port_rows<'a>(fabric: &'a Fabric, topo: &'a Topology, end: SimTime) -> Vec<PortRow<'a>> {
+/// The active interval of every port: from the first packet sent to the last delivered of
+/// the flows routed through it (`flows.csv` `path`; a flow still open at `end` counts to
+/// `end`). `None` for a port no flow is routed through.
+pub fn active_intervals(
+    fabric: &Fabric,
+    ideals: &[Option<IdealPath>],
+    end: SimTime,
+) -> Vec<Option<(SimTime, SimTime)>> {
+    let mut v: Vec<Option<(SimTime, SimTime)>> = vec![None; fabric.ports().len()];
+    for r in fabric.flow_records() {
+        let (Some(first), Some(path)) = (r.first_sent, ideals[r.id as usize].as_ref()) else {
+            continue;
+        };
+        let last = if r.finish.is_some() {
+            r.last_delivery.unwrap_or(end)
+        } else {
+            end
+        };
+        for &p in &path.ports {
+            let e = &mut v[p as usize];
+            *e = Some(e.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
+        }
+    }
+    v
+}
+
+pub fn port_rows<'a>(
+    fabric: &'a Fabric,
+    topo: &'a Topology,
+    end: SimTime,
+    ideals: &[Option<IdealPath>],
+) -> Vec<PortRow<'a>> {
     let names: Vec<&str> = topo.graph.node_indices().map(|n| topo.graph[n].name.as_str()).collect();
     let base = fabric.port_base();
+    let active = active_intervals(fabric, ideals, end);
+    let busy_over = |busy_ps: u64, span_ps: u64| {
+        if span_ps == 0 {
+            0.0
+        } else {
+            (busy_ps as f64 / span_ps as f64).min(1.0)
+        }
+    };
     fabric
         .ports()
         .iter()
@@ -317,11 +377,8 @@ pub fn port_rows<'a>(fabric: &'a Fabric, topo: &'a Topology, end: SimTime) -> Ve
                 port_index: i as u32 - base[p.node as usize],
                 peer: names[p.peer_node as usize],
                 mean_queue_bytes: p.stats.queue_bytes.mean_until(end),
-                utilisation: if end.ps() == 0 {
-                    0.0
-                } else {
-                    (busy_ps as f64 / end.ps() as f64).min(1.0)
-                },
+                utilisation: busy_over(busy_ps, end.ps()),
+                utilisation_active: busy_over(busy_ps, active[i].map_or(end, |(a, b)| SimTime(b.ps() - a.ps())).ps()),
             }
         })
         .collect()
@@ -353,8 +410,20 @@ pub fn hotspots(rows: &[PortRow<'_>], n: usize) -> Vec<Hotspot> {
             mean_queue_bytes: r.mean_queue_bytes,
             max_queue_bytes: r.port.stats.queue_bytes.max(),
             utilisation: r.utilisation,
+            utilisation_active: r.utilisation_active,
         })
         .collect()
+}
+
+/// What the report reads besides the fabric: the run's path of every flow and the
+/// `[output]` choices.
+pub struct ReportInputs<'a> {
+    /// Path and ideal FCT of every flow ([`crate::fct_report::ideals`]).
+    pub ideals: &'a [Option<IdealPath>],
+    /// Rows of the hotspot ranking and of the trees.
+    pub n_hotspots: usize,
+    /// User flow-size bucket edges in bytes, if any.
+    pub slowdown_edges: Option<&'a [u64]>,
 }
 
 /// Builds the summary of a finished run. `groups`: name and class of every workload group
@@ -364,21 +433,23 @@ pub fn summarize(
     topo: &Topology,
     meta: ScenarioInfo,
     report: &RunReport,
-    n_hotspots: usize,
+    inputs: &ReportInputs<'_>,
     groups: &[(String, u8)],
 ) -> Summary {
+    let n_hotspots = inputs.n_hotspots;
+    let ideals = inputs.ideals;
     let t = fabric.totals();
     let end = report.end;
     let outcome = crate::outcome::Outcome::of(report, fabric);
-    let rows = port_rows(fabric, topo, end);
+    let rows = port_rows(fabric, topo, end, ideals);
     let recs = fabric.flow_records();
-    let line_rate = |r: &FlowRecord| {
-        let host_node = topo.hosts[r.src as usize].index();
-        fabric.ports()[fabric.port_base()[host_node] as usize].rate.get() as f64
-    };
+    let bottleneck = |r: &FlowRecord| ideals[r.id as usize].as_ref().map(|p| p.bottleneck.get() as f64);
     let goodputs: Vec<(f64, f64)> = recs
         .iter()
-        .filter_map(|r| r.goodput_bps().map(|g| (g, g / line_rate(r))))
+        .filter_map(|r| {
+            let g = r.goodput_bps()?;
+            Some((g, g / bottleneck(r)?))
+        })
         .collect();
     let mean = |f: fn(&(f64, f64)) -> f64| {
         (!goodputs.is_empty()).then(|| goodputs.iter().map(f).sum::<f64>() / goodputs.len() as f64)
@@ -416,13 +487,14 @@ pub fn summarize(
         },
         packet_latency_ns: Percentiles::of(fabric.packet_latency()),
         fct_ns: Percentiles::of(fabric.fct()),
+        slowdown: crate::fct_report::summary(fabric, ideals, inputs.slowdown_edges),
         throughput: Throughput {
             delivered_gbps: gbps(t.payload_bytes_delivered, end),
             mean_flow_gbps: mean(|g| g.0 / 1e9),
-            mean_flow_fraction_of_line_rate: mean(|g| g.1),
+            mean_flow_fraction_of_bottleneck: mean(|g| g.1),
         },
         hotspots: hotspots(&rows, n_hotspots),
-        groups: group_summaries(fabric, groups, end),
+        groups: group_summaries(fabric, groups, ideals, end),
         counters: fabric_counters(fabric, end),
         congestion_tree: fabric
             .ib()
@@ -440,6 +512,7 @@ pub fn summarize(
             .unwrap_or_default(),
         collectives: None,
         training: None,
+        timeseries: None,
     }
 }
 
@@ -448,10 +521,12 @@ fn opt_ns(v: Option<u64>) -> String {
 }
 
 /// `flows.csv`: one row per flow. `groups`: the group names ([`group_names`]).
-pub fn flows_csv(fabric: &Fabric, groups: &[(String, u8)]) -> String {
+pub fn flows_csv(fabric: &Fabric, groups: &[(String, u8)], ideals: &[Option<IdealPath>]) -> String {
     let mut s = String::from(
-        "flow,src,dst,size_bytes,start_ns,first_sent_ns,finish_ns,fct_ns,goodput_gbps,packets_sent,packets_delivered,packets_dropped,bytes_delivered,completed,group\n",
+        "flow,src,dst,size_bytes,start_ns,first_sent_ns,finish_ns,fct_ns,goodput_gbps,packets_sent,packets_delivered,packets_dropped,bytes_delivered",
     );
+    s.push_str(crate::fct_report::FLOW_COLUMNS);
+    s.push_str(",completed,group\n");
     let flows = fabric.flows();
     for r in fabric.flow_records() {
         let g = flows[r.id as usize].group as usize;
@@ -460,7 +535,7 @@ pub fn flows_csv(fabric: &Fabric, groups: &[(String, u8)]) -> String {
             .map_or_else(|| format!("workload{g}"), |(name, _)| csv_field(name));
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}{},{},{}",
             r.id,
             r.src,
             r.dst,
@@ -474,6 +549,7 @@ pub fn flows_csv(fabric: &Fabric, groups: &[(String, u8)]) -> String {
             r.packets_delivered,
             r.packets_dropped,
             r.bytes_delivered,
+            crate::fct_report::flow_cells(r, ideals[r.id as usize].as_ref()),
             r.finish.is_some(),
             group,
         );
@@ -490,11 +566,28 @@ fn csv_field(text: &str) -> String {
     }
 }
 
+/// The level of a node of `kind` in the drawings (`ports.csv` `node_level`): 0 endpoints
+/// (hosts, GPUs), 1 the devices inside a server (GPU hubs, NVSwitch chips, PCIe switches, root
+/// complexes, NICs), 2 + t network switches of tier t.
+pub fn node_level(kind: fabrics::topology::NodeKind) -> u8 {
+    use fabrics::topology::NodeKind;
+    match kind {
+        NodeKind::Host => 0,
+        NodeKind::Switch { tier } => tier.saturating_add(2),
+        _ => 1,
+    }
+}
+
 /// `ports.csv`: one row per egress port.
-pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
+pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime, ideals: &[Option<IdealPath>]) -> String {
     let mut s = String::from(
-        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes",
+        "port,node,port_index,peer,rate_gbps,packets_tx,bytes_tx,utilisation,drops,drop_bytes,max_queue_bytes,mean_queue_bytes,utilisation_active,node_level,peer_level",
     );
+    let levels: Vec<u8> = topo
+        .graph
+        .node_indices()
+        .map(|n| node_level(topo.graph[n].kind))
+        .collect();
     if fabric.ib().is_some() {
         s.push_str(crate::ib_report::PORT_COLUMNS);
     }
@@ -502,11 +595,11 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
         s.push_str(crate::roce_report::PORT_COLUMNS);
     }
     s.push('\n');
-    for r in port_rows(fabric, topo, end) {
+    for r in port_rows(fabric, topo, end, ideals) {
         let st = &r.port.stats;
         let _ = write!(
             s,
-            "{},{},{},{},{},{},{},{:.6},{},{},{},{:.3}",
+            "{},{},{},{},{},{},{},{:.6},{},{},{},{:.3},{:.6},{},{}",
             r.id,
             r.node,
             r.port_index,
@@ -519,6 +612,9 @@ pub fn ports_csv(fabric: &Fabric, topo: &Topology, end: SimTime) -> String {
             st.drop_bytes,
             st.queue_bytes.max(),
             r.mean_queue_bytes,
+            r.utilisation_active,
+            levels[r.port.node as usize],
+            levels[r.port.peer_node as usize],
         );
         if let Some(ib) = fabric.ib() {
             s.push_str(&crate::ib_report::port_cells(ib, r.id, end));
@@ -611,9 +707,9 @@ pub fn terminal_table(s: &Summary) -> String {
         s.throughput.delivered_gbps,
         match (
             s.throughput.mean_flow_gbps,
-            s.throughput.mean_flow_fraction_of_line_rate
+            s.throughput.mean_flow_fraction_of_bottleneck
         ) {
-            (Some(g), Some(fr)) => format!("{g:.3} Gb/s ({:.1}% of line rate)", fr * 100.0),
+            (Some(g), Some(fr)) => format!("{g:.3} Gb/s ({:.1}% of the path bottleneck)", fr * 100.0),
             _ => "-".into(),
         }
     );
@@ -622,24 +718,58 @@ pub fn terminal_table(s: &Summary) -> String {
         "flows      {} of {} completed; packets {} delivered, {} dropped, {} in network",
         s.flows.completed, s.flows.total, s.packets.delivered, s.packets.dropped, s.packets.in_network
     );
+    let slowdown = crate::fct_report::terminal_table(&s.slowdown);
+    if !slowdown.is_empty() {
+        let _ = writeln!(o);
+        o.push_str(&slowdown);
+    }
+    if s.groups.len() > 1 {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "per workload group");
+        let _ = writeln!(
+            o,
+            "  {:<20}{:>8}{:>10}{:>12}{:>12}{:>12}{:>10}{:>10}",
+            "group", "flows", "done", "fct p50", "fct p99", "fct max", "slow p50", "slow p99"
+        );
+        let sd = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.2}"));
+        for g in &s.groups {
+            let _ = writeln!(
+                o,
+                "  {:<20}{:>8}{:>10}{:>12}{:>12}{:>12}{:>10}{:>10}",
+                g.name,
+                g.flows,
+                g.completed,
+                f(g.fct_ns.p50),
+                f(g.fct_ns.p99),
+                f(g.fct_ns.max),
+                sd(g.slowdown.p50),
+                sd(g.slowdown.p99)
+            );
+        }
+    }
+    if let Some(note) = s.timeseries.as_ref().and_then(|t| t.note()) {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{note}");
+    }
     if !s.hotspots.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "most congested ports");
         let _ = writeln!(
             o,
-            "  {:<14}{:<14}{:>10}{:>14}{:>14}{:>8}",
-            "port", "to", "drops", "mean queue", "max queue", "util"
+            "  {:<14}{:<14}{:>10}{:>14}{:>14}{:>8}{:>8}",
+            "port", "to", "drops", "mean queue", "max queue", "util", "active"
         );
         for h in &s.hotspots {
             let _ = writeln!(
                 o,
-                "  {:<14}{:<14}{:>10}{:>13.0}B{:>13}B{:>7.1}%",
+                "  {:<14}{:<14}{:>10}{:>13.0}B{:>13}B{:>7.1}%{:>7.1}%",
                 h.node,
                 h.peer,
                 h.drops,
                 h.mean_queue_bytes,
                 h.max_queue_bytes,
-                h.utilisation * 100.0
+                h.utilisation * 100.0,
+                h.utilisation_active * 100.0
             );
         }
     }
@@ -647,13 +777,13 @@ pub fn terminal_table(s: &Summary) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "congestion tree (credit stalls: port -> the port its downstream head waits for)"
+            "congestion tree (credit stalls: port -> the port its downstream head waits for; indented by depth)"
         );
         for e in &s.congestion_tree {
             let _ = writeln!(
                 o,
-                "  {:<28} waits for {:<28} {:>12.3}us",
-                e.stalled,
+                "  {:<40} waits for {:<28} {:>12.3}us",
+                indented(e.depth, &e.stalled),
                 e.waits_for,
                 e.stall_ns / 1e3
             );
@@ -673,12 +803,15 @@ pub fn terminal_table(s: &Summary) -> String {
     }
     if !s.pause_tree.is_empty() {
         let _ = writeln!(o);
-        let _ = writeln!(o, "pause tree (PFC: port -> the port that paused it)");
+        let _ = writeln!(
+            o,
+            "pause tree (PFC: port -> the port that paused it; indented by depth)"
+        );
         for e in &s.pause_tree {
             let _ = writeln!(
                 o,
-                "  {:<28} paused by {:<28} prio {} {:>12.3}us",
-                e.paused,
+                "  {:<40} paused by {:<28} prio {} {:>12.3}us",
+                indented(e.depth, &e.paused),
                 e.paused_by,
                 e.priority,
                 e.paused_ns / 1e3
@@ -688,35 +821,12 @@ pub fn terminal_table(s: &Summary) -> String {
     o
 }
 
-/// Orders the edges of a "who waits for whom" forest breadth-first from its roots: an edge
-/// says that `child(e)` waits for `parent(e)`; a root is a parent that never waits itself
-/// (`u32::MAX` = no parent). Within a level edges keep their input order (callers pass them
-/// longest first); edges not reachable from a root (cycles: a deadlock) come last, in order.
-/// Used for the InfiniBand congestion tree and the RoCEv2 pause tree.
-pub fn breadth_first_from_roots<T: Copy>(edges: &[T], child: impl Fn(&T) -> u32, parent: impl Fn(&T) -> u32) -> Vec<T> {
-    let children: std::collections::BTreeSet<u32> = edges.iter().map(&child).collect();
-    let mut frontier: Vec<u32> = edges
-        .iter()
-        .map(&parent)
-        .filter(|p| *p != u32::MAX && !children.contains(p))
-        .collect();
-    frontier.sort_unstable();
-    frontier.dedup();
-    let mut placed = vec![false; edges.len()];
-    let mut order = Vec::with_capacity(edges.len());
-    while !frontier.is_empty() {
-        let mut next = Vec::new();
-        for (i, e) in edges.iter().enumerate() {
-            if !placed[i] && frontier.binary_search(&parent(e)).is_ok() {
-                placed[i] = true;
-                order.push(*e);
-                next.push(child(e));
-            }
-        }
-        next.sort_unstable();
-        next.dedup();
-        frontier = next;
+/// `text` indented two spaces per level of `depth` (a tree row), with a branch mark below
+/// the roots.
+fn indented(depth: u32, text: &str) -> String {
+    if depth == 0 {
+        text.to_owned()
+    } else {
+        format!("{}└ {text}", "  ".repeat(depth as usize - 1))
     }
-    order.extend(edges.iter().zip(&placed).filter(|(_, p)| !**p).map(|(e, _)| *e));
-    order
 }

@@ -77,7 +77,7 @@ fn resolved(p: &Path) -> PathBuf {
     }
 }
 
-fn has_marker(dir: &Path) -> bool {
+pub fn has_marker(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join(MARKER)).is_ok_and(|m| m.is_file())
 }
 

@@ -162,6 +162,9 @@ pub fn counters(r: &RoceState, f: &Fabric, end: SimTime) -> Vec<(&'static str, u
 /// One edge of the pause tree in `summary.json` (`pause_tree`) and the terminal.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct TreeEdge {
+    /// Depth in the tree: 0 for a port paused by a root (a congested node none of whose ports
+    /// was paused), +1 per level below.
+    pub depth: u32,
     /// The paused egress port (`node -> peer`).
     pub paused: String,
     /// The port of the congested node that sent the PAUSE (`node -> peer`).
@@ -170,18 +173,20 @@ pub struct TreeEdge {
     pub paused_ns: f64,
 }
 
-/// The pause tree breadth-first from its roots, longest paused first within a level, at most
-/// `n` edges. A root is a congested node none of whose ports was paused (the congestion
-/// starts at its egress); the next level holds the ports its PAUSEs stopped, then the ports
-/// the nodes of those ports paused, and so on. Edges on a cycle (deadlock) come last.
+/// The pause tree depth first from its roots, each edge with its depth and followed by the
+/// edges below it, longest paused first among siblings, at most `n` edges. A root is a
+/// congested node none of whose ports was paused (the congestion starts at its egress); below
+/// an edge come the ports that the paused port's node paused in turn. Edges on a cycle
+/// (deadlock) come last.
 pub fn pause_tree(r: &RoceState, f: &Fabric, topo: &Topology, end: SimTime, n: usize) -> Vec<TreeEdge> {
     let node = |p: u32| f.ports()[p as usize].node;
     // Edges longest first; a node waits for the node that paused one of its ports.
-    let order = crate::report::breadth_first_from_roots(&r.pause_edges(end), |e| node(e.0), |e| node(e.1));
+    let order = crate::tree::depth_first_from_roots(&r.pause_edges(end), |e| node(e.0), |e| node(e.1));
     order
         .into_iter()
         .take(n)
-        .map(|(a, b, prio, d)| TreeEdge {
+        .map(|((a, b, prio, d), depth)| TreeEdge {
+            depth,
             paused: port_name(f, topo, a),
             paused_by: port_name(f, topo, b),
             priority: prio,

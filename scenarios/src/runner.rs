@@ -147,11 +147,13 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let n_hotspots = loaded.scenario.output.hotspots as usize;
     let mut fabric =
         Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| engine_error(&loaded, e))?;
+    loaded.check_sample_ports(fabric.ports().len())?;
+    let mut sampler = loaded.sampler(&fabric);
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
     let mut last_print = std::time::Duration::ZERO;
     let show = opts.progress;
-    let report = sim_core::run(&mut fabric, &mut sched, &limits, |p: &Progress| {
+    let report = crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
         // A signal ends the run as a budget does (outcome `interrupted`, results written).
         if interrupt.count() > 0 {
             return ControlFlow::Break(());
@@ -171,11 +173,26 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     // Signals so far belong to the simulation; one more while writing stops the writing.
     let seen = interrupt.count();
     let groups = report::group_names(&loaded.scenario);
-    let mut summary = report::summarize(&fabric, &topology, meta, &report, n_hotspots, &groups);
+    let ideals = crate::fct_report::ideals(&fabric);
+    let edges: Option<Vec<u64>> = loaded
+        .scenario
+        .output
+        .slowdown_size_edges
+        .as_ref()
+        .map(|e| e.iter().map(|s| s.get().get()).collect());
+    let inputs = report::ReportInputs {
+        ideals: &ideals,
+        n_hotspots,
+        slowdown_edges: edges.as_deref(),
+    };
+    let mut summary = report::summarize(&fabric, &topology, meta, &report, &inputs, &groups);
     let names: Vec<String> = groups.iter().map(|(name, _)| name.clone()).collect();
     let coll_rows = crate::collective_report::rows(&fabric, &collectives, &names);
     if !coll_rows.is_empty() {
         summary.collectives = Some(coll_rows);
+    }
+    if let Some(sm) = &sampler {
+        summary.timeseries = Some(sm.info());
     }
     let train_rows = crate::training_report::rows(&fabric, &training, &names);
     if !train_rows.is_empty() {
@@ -186,8 +203,11 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let mut files: Vec<(&str, Vec<u8>)> = vec![
         ("summary.json", to_json(&summary)),
         ("scenario.resolved.toml", resolved.into_bytes()),
-        ("flows.csv", report::flows_csv(&fabric, &groups).into_bytes()),
-        ("ports.csv", report::ports_csv(&fabric, &topology, end).into_bytes()),
+        ("flows.csv", report::flows_csv(&fabric, &groups, &ideals).into_bytes()),
+        (
+            "ports.csv",
+            report::ports_csv(&fabric, &topology, end, &ideals).into_bytes(),
+        ),
         (
             "packet_latency_percentiles.csv",
             report::percentile_table(fabric.packet_latency()).into_bytes(),
@@ -207,6 +227,20 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
                 message: m,
             })?,
         ));
+    }
+    if let Some(sm) = &sampler {
+        let hot: Vec<u32> = summary.hotspots.iter().map(|h| h.port).collect();
+        let names: Vec<&str> = topology
+            .graph
+            .node_indices()
+            .map(|n| topology.graph[n].name.as_str())
+            .collect();
+        let link = |p: u32| {
+            let port = &fabric.ports()[p as usize];
+            format!("{}->{}", names[port.node as usize], names[port.peer_node as usize])
+        };
+        files.push(("timeseries_ports.csv", sm.ports_csv(&fabric, &hot, link).into_bytes()));
+        files.push(("timeseries_flows.csv", sm.flows_csv().into_bytes()));
     }
     if let Some(rows) = &summary.training {
         files.push(("training.csv", crate::training_report::csv(rows).into_bytes()));

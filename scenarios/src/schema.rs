@@ -798,6 +798,38 @@ pub struct OutputSpec {
     /// Rows of the congested-ports table.
     #[serde(default = "default_hotspots")]
     pub hotspots: u32,
+    /// Upper edges of the flow-size buckets of the FCT slowdown table (strictly increasing;
+    /// a last bucket holds the flows above the last edge). Absent: the HPCC paper's buckets
+    /// of about 5% of the completed flows each (`fct_report.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown_size_edges: Option<Vec<SizeSpec>>,
+    /// Window of the time series (`timeseries_ports.csv`, `timeseries_flows.csv`); absent:
+    /// no time series (`timeseries.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<TimeSpec>,
+    /// Which ports the time series records: `hotspots` (the top `hotspots` of the ranking) or
+    /// `all`; `sample_port_ids` overrides it with a list.
+    #[serde(default)]
+    pub sample_ports: SamplePorts,
+    /// Port ids (as in `ports.csv`) to record instead of `sample_ports`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_port_ids: Option<Vec<u32>>,
+    /// Bound on the rows of both time-series files together; sampling stops there.
+    #[serde(default = "default_sample_max_rows")]
+    pub sample_max_rows: u64,
+}
+
+/// `[output] sample_ports`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplePorts {
+    #[default]
+    Hotspots,
+    All,
+}
+
+fn default_sample_max_rows() -> u64 {
+    crate::timeseries::DEFAULT_MAX_ROWS
 }
 
 fn default_hotspots() -> u32 {
@@ -808,6 +840,11 @@ impl Default for OutputSpec {
     fn default() -> Self {
         OutputSpec {
             hotspots: default_hotspots(),
+            slowdown_size_edges: None,
+            sample: None,
+            sample_ports: SamplePorts::default(),
+            sample_port_ids: None,
+            sample_max_rows: default_sample_max_rows(),
         }
     }
 }

@@ -141,7 +141,7 @@ fn summary_json_is_consistent() {
     let out_dir = dir.path().join("r");
     run_ok(&catalogue("quickstart.toml"), &out_dir, None);
     let v = summary(&out_dir);
-    assert_eq!(v["schema"], "fabricsim.summary/1");
+    assert_eq!(v["schema"], "fabricsim.summary/2");
     assert_eq!(v["scenario"]["name"], "quickstart");
     assert_eq!(u(&v, "/scenario/seed"), 1);
     assert_eq!(v["run"]["complete"], true, "{v:#}");

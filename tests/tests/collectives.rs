@@ -301,7 +301,7 @@ fn collective_scenario_writes_the_sweep_table_and_is_deterministic() {
         let rows = summary["collectives"].as_array().unwrap();
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[2]["size_bytes"], 4 << 20);
-        assert!(rows[2]["busbw_gbps"].as_f64().unwrap() > 150.0);
+        assert!(rows[2]["busbw_GBps"].as_f64().unwrap() > 150.0);
         // One iteration: every percentile is that iteration's time (within the histogram's
         // 3 significant digits).
         let (mean, p99) = (

@@ -50,7 +50,7 @@ fn coll(s: &Summary, workload: &str) -> Vec<(u64, f64, f64)> {
         .iter()
         .flatten()
         .filter(|r| r.workload == workload)
-        .filter_map(|r| Some((r.size_bytes, r.busbw_gbps?, r.time_us?)))
+        .filter_map(|r| Some((r.size_bytes, r.busbw_gbytes_per_s?, r.time_us?)))
         .collect()
 }
 

@@ -74,7 +74,7 @@ const HEADLINE: [&str; 11] = [
     "flows_total",
 ];
 
-/// The headline metrics shown in the terminal table (with every `busbw_gbps.*` column).
+/// The headline metrics shown in the terminal table (with every `busbw_GBps.*` column).
 const TERMINAL: [&str; 6] = [
     "latency_p50_ns",
     "latency_p99_ns",
@@ -94,7 +94,7 @@ fn number(v: Option<&Value>) -> Metric {
 }
 
 /// The metrics of a `summary.json` (`docs/results.md`), by column name, in a fixed order:
-/// the headline, then per collective and size `busbw_gbps.<workload>.<size_bytes>`, per
+/// the headline, then per collective and size `busbw_GBps.<workload>.<size_bytes>`, per
 /// training workload `step_time_us.<workload>` and `exposed_comm_us.<workload>`, then every
 /// model counter as `counters.<name>`.
 pub fn metrics(s: &Value) -> Vec<(String, Metric)> {
@@ -119,11 +119,11 @@ pub fn metrics(s: &Value) -> Vec<(String, Metric)> {
     let rows = |key: &str| s.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
     for c in rows("collectives") {
         let name = format!(
-            "busbw_gbps.{}.{}",
+            "busbw_GBps.{}.{}",
             number(c.get("workload")).0,
             number(c.get("size_bytes")).0
         );
-        out.push((name, number(c.get("busbw_gbps"))));
+        out.push((name, number(c.get("busbw_GBps"))));
     }
     for t in rows("training") {
         let w = number(t.get("workload")).0;
@@ -331,7 +331,7 @@ fn terminal(sweep: &Sweep, agg: &Aggregate) -> String {
     let shown: Vec<&(usize, String)> = agg
         .metrics
         .iter()
-        .filter(|(_, m)| TERMINAL.contains(&m.as_str()) || m.starts_with("busbw_gbps."))
+        .filter(|(_, m)| TERMINAL.contains(&m.as_str()) || m.starts_with("busbw_GBps."))
         .collect();
     let mut header = vec!["point".to_string()];
     header.extend(sweep.params.iter().map(|p| p.path.clone()));
@@ -421,7 +421,7 @@ mod tests {
             "throughput": {"delivered_gbps": 100.0, "mean_flow_gbps": 50.0},
             "packets": {"dropped": 0},
             "flows": {"completed": 2, "total": 2},
-            "collectives": [{"workload": "ring", "size_bytes": 1024, "busbw_gbps": busbw}],
+            "collectives": [{"workload": "ring", "size_bytes": 1024, "busbw_GBps": busbw}],
             "counters": {"flows_completed": 2, "ib_fc_packets": 7},
         })
     }
@@ -441,7 +441,7 @@ mod tests {
     fn metric_columns() {
         let names: Vec<String> = metrics(&summary(3.0, 9.0)).into_iter().map(|(n, _)| n).collect();
         assert_eq!(&names[..11], HEADLINE);
-        assert_eq!(&names[11..], ["busbw_gbps.ring.1024", "counters.ib_fc_packets"]);
+        assert_eq!(&names[11..], ["busbw_GBps.ring.1024", "counters.ib_fc_packets"]);
     }
 
     #[test]
@@ -458,7 +458,7 @@ mod tests {
         assert_eq!(
             lines[0],
             "point,seed,topology.k,status,outcome,sim_time_ns,latency_p50_ns,latency_p99_ns,fct_p50_ns,fct_p99_ns,\
-             throughput_gbps,mean_flow_gbps,packets_dropped,flows_completed,flows_total,busbw_gbps.ring.1024,\
+             throughput_gbps,mean_flow_gbps,packets_dropped,flows_completed,flows_total,busbw_GBps.ring.1024,\
              counters.ib_fc_packets"
         );
         assert_eq!(lines[1], "0,1,4,ok,drained,10.5,1.0,2.0,,,100.0,50.0,0,2,2,10.0,7");
@@ -484,8 +484,8 @@ mod tests {
         // Point 1: one ok run, no interval.
         let cells: Vec<&str> = lines[2].split(',').collect();
         assert_eq!(cells[col("ok")], "1");
-        assert_eq!(cells[col("busbw_gbps.ring.1024.mean")], "30");
-        assert_eq!(cells[col("busbw_gbps.ring.1024.ci95")], "");
+        assert_eq!(cells[col("busbw_GBps.ring.1024.mean")], "30");
+        assert_eq!(cells[col("busbw_GBps.ring.1024.ci95")], "");
         assert!(t.terminal.contains("  3 ± 12.706  "), "{}", t.terminal);
         assert!(
             t.timing_csv.lines().nth(1) == Some("0,1,ok,false,0.250"),

@@ -1,0 +1,381 @@
+//! Time series (`[output] sample = "10us"`): every `sample` of simulated time, per port
+//! (all, the top hotspots, or a list) the queue, utilisation, paused fraction per priority,
+//! ECN marks, credit stalls and drops over the window, and per sending flow its rate and
+//! goodput; written to `timeseries_ports.csv` and `timeseries_flows.csv`.
+//!
+//! The run is cut into windows: `sim_core::run` is called once per window with the window's
+//! end as its end time, and the sampler reads the fabric's cumulative counters between calls.
+//! No event is added and nothing in the engine changes, so every other output is byte for
+//! byte that of a run without sampling (a test checks it). Rows are bounded
+//! (`sample_max_rows`): when the bound is reached sampling stops, the run goes on, and both
+//! the files (a last `# truncated ...` line) and the terminal say where it stopped.
+
+use fabrics::engine::Fabric;
+use sim_core::{Duration, EventQueue, Progress, RunLimits, RunOutcome, RunReport, Scheduler, SimTime};
+use std::fmt::Write as _;
+use std::ops::ControlFlow;
+
+/// `summary.json` `timeseries`.
+#[derive(Clone, Debug, serde::Serialize, PartialEq)]
+pub struct TimeseriesInfo {
+    /// The window, ns.
+    pub sample_ns: f64,
+    /// `all`, `hotspots` or `list`.
+    pub ports: &'static str,
+    /// Port rows recorded (with `hotspots`, before keeping the top ports' rows only).
+    pub port_rows_recorded: u64,
+    pub flow_rows: u64,
+    pub max_rows: u64,
+    /// Where the row bound stopped sampling (`null`: it did not).
+    pub truncated_at_ns: Option<f64>,
+}
+
+impl TimeseriesInfo {
+    /// The terminal's message when the row bound cut the series.
+    pub fn note(&self) -> Option<String> {
+        self.truncated_at_ns.map(|t| {
+            format!(
+                "time series CUT at {:.3}us: the next window would pass sample_max_rows = {} \
+                 (raise it, sample less often, or record fewer ports with sample_ports / sample_port_ids)",
+                t / 1e3,
+                self.max_rows
+            )
+        })
+    }
+}
+
+/// Default bound on the rows of both files together.
+pub const DEFAULT_MAX_ROWS: u64 = 1_000_000;
+
+/// Which ports to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortSelection {
+    All,
+    /// The top `n` of the end-of-run hotspot ranking (every port is sampled, the others are
+    /// dropped when the files are written).
+    Hotspots(usize),
+    List(Vec<u32>),
+}
+
+/// Cumulative counters of one port at a window edge.
+#[derive(Clone, Copy, Default)]
+struct PortSnap {
+    bytes_tx: u64,
+    drops: u64,
+    queue_area: u128,
+    ecn_marked: u64,
+    credit_stall_ps: u64,
+    paused_ps: [u64; 8],
+}
+
+/// One port over one window (ending at `t`).
+#[derive(Clone, Copy)]
+struct PortRow {
+    t: SimTime,
+    port: u32,
+    queue_bytes: u64,
+    queue_mean_bytes: f64,
+    utilisation: f64,
+    drops: u64,
+    ecn_marked: u64,
+    credit_stall_frac: f64,
+    paused_frac: [f64; 8],
+}
+
+/// One sending flow over one window.
+#[derive(Clone, Copy)]
+struct FlowRow {
+    t: SimTime,
+    flow: u32,
+    rate_bps: u64,
+    goodput_bps: f64,
+}
+
+/// The sampler: its settings, the last snapshot and the rows so far.
+pub struct Sampler {
+    period: Duration,
+    selection: PortSelection,
+    /// Ports snapshotted each window (all of them unless a list was given).
+    ports: Vec<u32>,
+    prev: Vec<PortSnap>,
+    prev_flow_bytes: Vec<u64>,
+    prev_t: SimTime,
+    port_rows: Vec<PortRow>,
+    flow_rows: Vec<FlowRow>,
+    max_rows: u64,
+    /// The window end at which the row bound stopped sampling.
+    truncated_at: Option<SimTime>,
+}
+
+impl Sampler {
+    /// A sampler of `fabric` every `period` (> 0), recording `selection`, at most `max_rows`
+    /// rows. Port ids of a list must be valid (the loader checks them).
+    pub fn new(fabric: &Fabric, period: Duration, selection: PortSelection, max_rows: u64) -> Self {
+        let ports: Vec<u32> = match &selection {
+            PortSelection::List(l) => l.clone(),
+            _ => (0..fabric.ports().len() as u32).collect(),
+        };
+        Sampler {
+            period,
+            selection,
+            prev: vec![PortSnap::default(); ports.len()],
+            ports,
+            prev_flow_bytes: vec![0; fabric.flows().len()],
+            prev_t: SimTime::ZERO,
+            port_rows: Vec::new(),
+            flow_rows: Vec::new(),
+            max_rows,
+            truncated_at: None,
+        }
+    }
+
+    fn snap(fabric: &Fabric, p: u32, t: SimTime) -> PortSnap {
+        let port = &fabric.ports()[p as usize];
+        let mut s = PortSnap {
+            bytes_tx: port.stats.bytes_tx,
+            drops: port.stats.drops,
+            queue_area: port.stats.queue_bytes.area_until(t),
+            ..PortSnap::default()
+        };
+        if let Some(r) = fabric.roce() {
+            s.ecn_marked = r.port_stats[p as usize].ecn_marked.iter().sum();
+            for (prio, v) in s.paused_ps.iter_mut().enumerate() {
+                *v = r.paused(p, prio as u8, t).1.ps();
+            }
+        }
+        if let Some(ib) = fabric.ib() {
+            s.credit_stall_ps = ib.port_credit_stall(p, t).ps();
+        }
+        s
+    }
+
+    /// Records the window ending at `t` (after `prev_t`). Returns `false` once the row bound
+    /// stopped sampling.
+    pub fn sample(&mut self, fabric: &Fabric, t: SimTime) -> bool {
+        if self.truncated_at.is_some() {
+            return false;
+        }
+        let dt = t.since(self.prev_t).ps();
+        if dt == 0 {
+            return true;
+        }
+        let frac = |ps: u64| ps as f64 / dt as f64;
+        let mut port_rows = Vec::new();
+        for (i, &p) in self.ports.iter().enumerate() {
+            let now = Self::snap(fabric, p, t);
+            let was = self.prev[i];
+            self.prev[i] = now;
+            let port = &fabric.ports()[p as usize];
+            let busy = sim_core::serialization_time(sim_core::Bytes(now.bytes_tx - was.bytes_tx), port.rate).ps();
+            let mut paused_frac = [0.0; 8];
+            for (k, f) in paused_frac.iter_mut().enumerate() {
+                *f = frac(now.paused_ps[k] - was.paused_ps[k]);
+            }
+            let row = PortRow {
+                t,
+                port: p,
+                queue_bytes: port.stats.queue_bytes.value(),
+                queue_mean_bytes: (now.queue_area - was.queue_area) as f64 / dt as f64,
+                utilisation: frac(busy).min(1.0),
+                drops: now.drops - was.drops,
+                ecn_marked: now.ecn_marked - was.ecn_marked,
+                credit_stall_frac: frac(now.credit_stall_ps - was.credit_stall_ps),
+                paused_frac,
+            };
+            let idle = row.queue_bytes == 0
+                && row.queue_mean_bytes == 0.0
+                && busy == 0
+                && row.drops == 0
+                && row.ecn_marked == 0
+                && row.credit_stall_frac == 0.0
+                && paused_frac.iter().all(|&f| f == 0.0);
+            if !idle {
+                port_rows.push(row);
+            }
+        }
+        let mut flow_rows = Vec::new();
+        for r in fabric.flow_records() {
+            let f = r.id as usize;
+            let delta = r.bytes_delivered - self.prev_flow_bytes[f];
+            self.prev_flow_bytes[f] = r.bytes_delivered;
+            let sending = r.first_sent.is_some() && (r.finish.is_none() || delta > 0);
+            if sending && r.size_bytes > 0 {
+                flow_rows.push(FlowRow {
+                    t,
+                    flow: r.id,
+                    rate_bps: fabric.flow_rate(r.id).get(),
+                    goodput_bps: delta as f64 * 8.0 * 1e12 / dt as f64,
+                });
+            }
+        }
+        self.prev_t = t;
+        let total = (self.port_rows.len() + self.flow_rows.len() + port_rows.len() + flow_rows.len()) as u64;
+        if total > self.max_rows {
+            self.truncated_at = Some(t);
+            return false;
+        }
+        self.port_rows.extend(port_rows);
+        self.flow_rows.extend(flow_rows);
+        true
+    }
+
+    /// What `summary.json` says about the series.
+    pub fn info(&self) -> TimeseriesInfo {
+        TimeseriesInfo {
+            sample_ns: self.period.ps() as f64 / 1e3,
+            ports: match self.selection {
+                PortSelection::All => "all",
+                PortSelection::Hotspots(_) => "hotspots",
+                PortSelection::List(_) => "list",
+            },
+            port_rows_recorded: self.port_rows.len() as u64,
+            flow_rows: self.flow_rows.len() as u64,
+            max_rows: self.max_rows,
+            truncated_at_ns: self.truncated_at.map(|t| t.ps() as f64 / 1e3),
+        }
+    }
+
+    fn truncated_line(&self) -> String {
+        self.truncated_at
+            .map(|t| {
+                format!(
+                    "# truncated at time_ns {:.3}: sample_max_rows = {} reached\n",
+                    t.ps() as f64 / 1e3,
+                    self.max_rows
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// `timeseries_ports.csv`. `hotspots`: the port ids of the end-of-run ranking, best first
+    /// (used by [`PortSelection::Hotspots`]); `name(p)` names port `p`.
+    pub fn ports_csv(&self, fabric: &Fabric, hotspots: &[u32], name: impl Fn(u32) -> String) -> String {
+        let keep: Option<std::collections::BTreeSet<u32>> = match self.selection {
+            PortSelection::Hotspots(n) => Some(hotspots.iter().take(n).copied().collect()),
+            _ => None,
+        };
+        let roce = fabric.roce().is_some();
+        let ib = fabric.ib().is_some();
+        let mut s = String::from("time_ns,port,link,queue_bytes,queue_mean_bytes,utilisation,drops");
+        if roce {
+            s.push_str(",ecn_marked");
+            for p in 0..8 {
+                let _ = write!(s, ",paused_frac_p{p}");
+            }
+        }
+        if ib {
+            s.push_str(",credit_stall_frac");
+        }
+        s.push('\n');
+        for r in &self.port_rows {
+            if keep.as_ref().is_some_and(|k| !k.contains(&r.port)) {
+                continue;
+            }
+            let _ = write!(
+                s,
+                "{:.3},{},{},{},{:.3},{:.6},{}",
+                r.t.ps() as f64 / 1e3,
+                r.port,
+                name(r.port),
+                r.queue_bytes,
+                r.queue_mean_bytes,
+                r.utilisation,
+                r.drops
+            );
+            if roce {
+                let _ = write!(s, ",{}", r.ecn_marked);
+                for f in r.paused_frac {
+                    let _ = write!(s, ",{f:.6}");
+                }
+            }
+            if ib {
+                let _ = write!(s, ",{:.6}", r.credit_stall_frac);
+            }
+            s.push('\n');
+        }
+        s.push_str(&self.truncated_line());
+        s
+    }
+
+    /// `timeseries_flows.csv`: per window, every flow that was sending (started, and not
+    /// complete or delivering in the window): its congestion-control rate at the window's end
+    /// and its goodput over the window.
+    pub fn flows_csv(&self) -> String {
+        let mut s = String::from("time_ns,flow,rate_gbps,goodput_gbps\n");
+        for r in &self.flow_rows {
+            let _ = writeln!(
+                s,
+                "{:.3},{},{:.6},{:.6}",
+                r.t.ps() as f64 / 1e3,
+                r.flow,
+                r.rate_bps as f64 / 1e9,
+                r.goodput_bps / 1e9
+            );
+        }
+        s.push_str(&self.truncated_line());
+        s
+    }
+}
+
+/// [`sim_core::run`] cut into windows of `sampler`'s period, sampling after each; without a
+/// sampler, one call. The budgets hold for the whole run: events and wall-clock time are
+/// counted across windows, and the report is the one a single call would give.
+pub fn run_sampled<Q: EventQueue<fabrics::engine::Ev>>(
+    fabric: &mut Fabric,
+    sched: &mut Scheduler<fabrics::engine::Ev, Q>,
+    limits: &RunLimits,
+    sampler: Option<&mut Sampler>,
+    mut progress: impl FnMut(&Progress) -> ControlFlow<()>,
+) -> RunReport {
+    let Some(sampler) = sampler else {
+        return sim_core::run(fabric, sched, limits, progress);
+    };
+    let end = limits.end_time.unwrap_or(SimTime::MAX);
+    let mut total = RunReport {
+        outcome: RunOutcome::Drained,
+        events: 0,
+        end: SimTime::ZERO,
+        wall_elapsed: std::time::Duration::ZERO,
+    };
+    let mut sampling = true;
+    loop {
+        let window_end = if sampling {
+            (sched.now() + sampler.period).min(end)
+        } else {
+            end
+        };
+        let chunk = RunLimits {
+            end_time: Some(window_end),
+            max_events: limits.max_events.map(|m| m.saturating_sub(total.events)),
+            wall_clock: limits.wall_clock.map(|w| w.saturating_sub(total.wall_elapsed)),
+            progress_every_events: limits.progress_every_events,
+        };
+        let r = sim_core::run(fabric, sched, &chunk, &mut progress);
+        total.events += r.events;
+        total.wall_elapsed += r.wall_elapsed;
+        total.end = r.end;
+        total.outcome = r.outcome;
+        if sampling {
+            sampling = sampler.sample(fabric, r.end);
+        }
+        if r.outcome != RunOutcome::EndTime || window_end >= end {
+            return total;
+        }
+        // Between windows too: the budgets and the callback (which polls for signals) hold
+        // however short the windows are.
+        let p = Progress {
+            now: sched.now(),
+            events: total.events,
+            pending: sched.pending(),
+            wall_elapsed: total.wall_elapsed,
+        };
+        if limits.wall_clock.is_some_and(|w| p.wall_elapsed >= w) {
+            total.outcome = RunOutcome::WallClock;
+            return total;
+        }
+        if progress(&p).is_break() {
+            total.outcome = RunOutcome::Stopped;
+            return total;
+        }
+    }
+}

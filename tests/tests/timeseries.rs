@@ -1,0 +1,257 @@
+//! Time series (`[output] sample`) and utilisation over the active interval: sampling changes
+//! no other output, the windows add up to the whole-run counters, the row bound cuts the
+//! series with a message, and bad settings are refused at their key.
+
+use fabricsim_tests::{catalogue, fabricsim, s};
+use std::path::{Path, PathBuf};
+
+fn scenario(toml: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, toml).unwrap();
+    (dir, path)
+}
+
+fn run(path: &Path, out: &Path) -> String {
+    let o = fabricsim(&["run", s(path), "--out", s(out)]);
+    assert_eq!(o.code, 0, "{o:?}");
+    o.stdout
+}
+
+fn with_output(toml: &str, output: &str) -> String {
+    toml.replacen("[run]", &format!("[output]\n{output}\n\n[run]"), 1)
+}
+
+/// CSV as (header, rows).
+fn table(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    let header = lines.next().unwrap().split(',').map(str::to_owned).collect();
+    let rows = lines.map(|l| l.split(',').map(str::to_owned).collect()).collect();
+    (header, rows)
+}
+
+fn num(header: &[String], row: &[String], name: &str) -> f64 {
+    let i = header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    row[i].parse().unwrap_or_else(|_| panic!("{name} = {:?}", row[i]))
+}
+
+fn summary(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+const LONE: &str = r#"
+[scenario]
+name = "lone"
+[topology]
+kind = "custom"
+hosts = 2
+switches = 1
+links = [
+    { a = "h0", b = "s0", rate = "100Gbps", cable_m = 3 },
+    { a = "s0", b = "h1", rate = "100Gbps", cable_m = 3 },
+]
+[fabric]
+kind = "ethernet"
+mtu = "4KiB"
+[[workload]]
+kind = "flows"
+flows = [{ src = 0, dst = 1, size = "1MiB", start = "200us" }]
+[run]
+end_time = "1ms"
+"#;
+
+/// Cutting the run into windows changes nothing else: every file but the summary's
+/// `timeseries` section, the resolved scenario (it holds `sample`) and timing is identical.
+#[test]
+fn sampling_changes_no_other_output() {
+    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
+    let (dir, plain) = scenario(&text);
+    let sampled = dir.path().join("sampled.toml");
+    std::fs::write(&sampled, with_output(&text, "sample = \"7us\"\nsample_ports = \"all\"")).unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    run(&plain, &a);
+    run(&sampled, &b);
+    for f in [
+        "flows.csv",
+        "ports.csv",
+        "roce_ports.csv",
+        "roce.json",
+        "fct.hlog",
+        "packet_latency.hlog",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let (mut sa, mut sb) = (summary(&a), summary(&b));
+    assert!(sb["timeseries"].is_object());
+    for s in [&mut sa, &mut sb] {
+        let o = s.as_object_mut().unwrap();
+        o.remove("timeseries");
+        o["scenario"].as_object_mut().unwrap().remove("resolved_sha256");
+    }
+    assert_eq!(sa, sb);
+    // And sampling twice gives the same bytes.
+    let c = dir.path().join("c");
+    run(&sampled, &c);
+    for f in ["timeseries_ports.csv", "timeseries_flows.csv", "summary.json"] {
+        assert_eq!(
+            std::fs::read(b.join(f)).unwrap(),
+            std::fs::read(c.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+/// The windows add up: a port's utilisation x window summed is its whole-run busy time, and
+/// a flow's goodput x window summed is its size.
+#[test]
+fn windows_add_up_to_the_whole_run() {
+    let (dir, path) = scenario(&with_output(LONE, "sample = \"10us\"\nsample_ports = \"all\""));
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let (h, rows) = table(&out.join("timeseries_ports.csv"));
+    let (ph, ports) = table(&out.join("ports.csv"));
+    let end_ns = summary(&out)["run"]["sim_time_ns"].as_f64().unwrap();
+    let nic = &ports[0];
+    let busy_ns = num(&ph, nic, "utilisation") * end_ns;
+    let mut sum = 0.0;
+    for r in rows.iter().filter(|r| r[1] == "0") {
+        let t = num(&h, r, "time_ns");
+        let u = num(&h, r, "utilisation");
+        assert!((0.0..=1.0).contains(&u));
+        // Windows start at multiples of 10 us; the last ends with the run.
+        let start = ((t - 1e-6) / 10_000.0).floor() * 10_000.0;
+        sum += u * (t - start);
+    }
+    assert!(
+        (sum - busy_ns).abs() / busy_ns < 0.02,
+        "windows {sum} ns vs whole run {busy_ns} ns"
+    );
+    // The flow is idle before 200 us: no row of port 0 before then.
+    let first = rows.iter().find(|r| r[1] == "0").unwrap();
+    assert!(num(&h, first, "time_ns") >= 200_000.0);
+    let (fh, flows) = table(&out.join("timeseries_flows.csv"));
+    let window_ns = |t: f64| t - ((t - 1e-6) / 10_000.0).floor() * 10_000.0;
+    let bits: f64 = flows
+        .iter()
+        .map(|r| num(&fh, r, "goodput_gbps") * window_ns(num(&fh, r, "time_ns")))
+        .sum();
+    assert!((bits - 8.0 * 1_048_576.0).abs() / (8.0 * 1_048_576.0) < 0.01, "{bits}");
+    assert!(flows.iter().all(|r| num(&fh, r, "rate_gbps") == 100.0));
+    // Utilisation over the active interval: the NIC is busy nearly all of the flow's life,
+    // while over the whole run it reads far less.
+    let active = num(&ph, nic, "utilisation_active");
+    let whole = num(&ph, nic, "utilisation");
+    assert!(active > 0.9 && active <= 1.0, "{active}");
+    assert!(whole < active * 0.5, "{whole} vs {active}");
+}
+
+/// The row bound stops sampling, and the files, summary and terminal say where.
+#[test]
+fn the_row_bound_cuts_the_series_with_a_message() {
+    let (dir, path) = scenario(&with_output(
+        LONE,
+        "sample = \"1us\"\nsample_ports = \"all\"\nsample_max_rows = 20",
+    ));
+    let out = dir.path().join("out");
+    let text = run(&path, &out);
+    assert!(text.contains("time series CUT at"), "{text}");
+    let ports = std::fs::read_to_string(out.join("timeseries_ports.csv")).unwrap();
+    assert!(
+        ports.lines().last().unwrap().starts_with("# truncated at time_ns"),
+        "{ports}"
+    );
+    let n_rows = ports.lines().count() - 2;
+    let flows = std::fs::read_to_string(out.join("timeseries_flows.csv")).unwrap();
+    assert!(n_rows + flows.lines().count() - 2 <= 20);
+    let ts = &summary(&out)["timeseries"];
+    assert!(ts["truncated_at_ns"].as_f64().unwrap() > 200_000.0);
+    assert_eq!(ts["max_rows"], 20);
+    // The run itself went on to the end.
+    assert_eq!(summary(&out)["flows"]["completed"], 1);
+}
+
+/// PFC pauses and credit stalls appear as fractions of the window, in range.
+#[test]
+fn paused_and_stalled_fractions_are_in_range() {
+    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
+    let (dir, path) = scenario(&with_output(&text, "sample = \"50us\"\nsample_ports = \"all\""));
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let (h, rows) = table(&out.join("timeseries_ports.csv"));
+    let paused: Vec<f64> = rows.iter().map(|r| num(&h, r, "paused_frac_p3")).collect();
+    assert!(paused.iter().all(|f| (0.0..=1.0 + 1e-9).contains(f)));
+    assert!(paused.iter().any(|&f| f > 0.5), "some port is paused most of a window");
+    assert!(h.iter().any(|c| c == "ecn_marked"));
+
+    let text = std::fs::read_to_string(catalogue("ib_ndr_congestion_tree.toml")).unwrap();
+    let (dir, path) = scenario(&with_output(
+        &text,
+        "sample = \"50us\"\nsample_port_ids = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+    ));
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let (h, rows) = table(&out.join("timeseries_ports.csv"));
+    let stall: Vec<f64> = rows.iter().map(|r| num(&h, r, "credit_stall_frac")).collect();
+    assert!(stall.iter().all(|f| (0.0..=1.0 + 1e-9).contains(f)));
+    assert!(stall.iter().any(|&f| f > 0.0));
+    assert!(rows.iter().all(|r| r[1].parse::<u32>().unwrap() <= 10));
+    assert_eq!(summary(&out)["timeseries"]["ports"], "list");
+}
+
+/// Hotspot mode keeps the rows of the ranked ports only.
+#[test]
+fn hotspot_mode_keeps_the_ranked_ports() {
+    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
+    let (dir, path) = scenario(&with_output(&text, "sample = \"50us\"\nhotspots = 3"));
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let hot: Vec<String> = summary(&out)["hotspots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["port"].to_string())
+        .collect();
+    let (_, rows) = table(&out.join("timeseries_ports.csv"));
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| hot.contains(&r[1])), "{hot:?}");
+}
+
+/// Bad settings are refused at their key with exit 2 and nothing written.
+#[test]
+fn bad_sampling_settings_are_refused_at_their_key() {
+    for (output, key, says) in [
+        ("sample = \"0us\"", "output.sample", "above 0"),
+        ("sample = \"1ps\"", "output.sample", "at most"),
+        (
+            "sample = \"1us\"\nsample_max_rows = 0",
+            "output.sample_max_rows",
+            "expected 1 to",
+        ),
+        (
+            "sample = \"1us\"\nsample_port_ids = [3, 999]",
+            "output.sample_port_ids",
+            "port 999 does not exist",
+        ),
+        ("sample = \"1us\"\nsample_ports = \"some\"", "sample_ports", "hotspots"),
+    ] {
+        let (dir, path) = scenario(&with_output(LONE, output));
+        let out = dir.path().join("out");
+        let o = fabricsim(&["run", s(&path), "--out", s(&out)]);
+        assert_eq!(o.code, 2, "{output}: {o:?}");
+        assert!(
+            o.stderr.contains(key) && o.stderr.contains(says),
+            "{output}: {}",
+            o.stderr
+        );
+        assert!(o.stderr.contains("s.toml:"), "{}", o.stderr);
+        assert!(!out.exists());
+    }
+}
