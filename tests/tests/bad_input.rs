@@ -398,7 +398,7 @@ fn typo_in_other_tables() {
     invalid("output_key.toml", &text)
         .at(pos(&text, "hotspot =", "hotspot"))
         .field("output.hotspot")
-        .says(&["unknown field `hotspot`", "expected `hotspots`"]);
+        .says(&["unknown field `hotspot`", "expected one of `hotspots`"]);
 }
 
 // ------------------------------------------------------------------------------------------
