@@ -81,6 +81,18 @@ impl Fabric {
         let mut stages = Vec::new();
         let (mut left, mut index) = (size, 0u32);
         let mut delivered = SimTime::ZERO;
+        // Where every packet takes the same ports, the pipeline of equal packets settles into a
+        // period: the step from one full packet to the next is a time shift, and the step is
+        // shift-invariant (every packet is ready at time 0, so each start is a port's free
+        // time), so once two consecutive steps move every port's state and the delivery by
+        // the same amount, every later full packet does too. The remaining full packets are
+        // then skipped exactly; a 1 GB flow costs a few packets, not 250,000.
+        let fixed_path = !self.try_flow_path(flow).is_some_and(|ports| {
+            ports
+                .iter()
+                .any(|&p| self.per_packet_choice(self.ports[p as usize].peer_node))
+        });
+        let mut last_step: Option<(Vec<Hop>, SimTime)> = None;
         while left > 0 {
             let payload = left.min(mtu) as u32;
             left -= payload as u64;
@@ -89,6 +101,34 @@ impl Fabric {
                 None => return (0, stages),
             }
             index += 1;
+            if !fixed_path || payload as u64 != mtu || left < mtu {
+                continue;
+            }
+            let now: Vec<Hop> = hops.values().copied().collect();
+            if let Some((before, delivered_before)) = &last_step
+                && before.len() == now.len()
+            {
+                let shift = delivered.ps() - delivered_before.ps();
+                let shifted = |a: SimTime, b: SimTime| b.ps().checked_sub(a.ps()) == Some(shift);
+                if before
+                    .iter()
+                    .zip(&now)
+                    .all(|(a, b)| shifted(a.busy_until, b.busy_until) && shifted(a.last_arrive, b.last_arrive))
+                {
+                    let skip = left / mtu;
+                    let by = sim_core::Duration(shift * skip);
+                    for h in hops.values_mut() {
+                        h.busy_until = h.busy_until + by;
+                        h.last_arrive = h.last_arrive + by;
+                    }
+                    delivered = delivered + by;
+                    left -= skip * mtu;
+                    index += skip as u32;
+                    last_step = None;
+                    continue;
+                }
+            }
+            last_step = Some((now, delivered));
         }
         (delivered.ps(), stages)
     }
