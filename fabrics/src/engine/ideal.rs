@@ -118,10 +118,10 @@ impl Fabric {
                     let skip = left / mtu;
                     let by = sim_core::Duration(shift * skip);
                     for h in hops.values_mut() {
-                        h.busy_until = h.busy_until + by;
-                        h.last_arrive = h.last_arrive + by;
+                        h.busy_until += by;
+                        h.last_arrive += by;
                     }
-                    delivered = delivered + by;
+                    delivered += by;
                     left -= skip * mtu;
                     index += skip as u32;
                     last_step = None;
