@@ -60,13 +60,16 @@ pub struct RunRecord {
 type Metric = (String, Option<f64>);
 
 /// The headline metrics, always present as columns (empty when a run has no value).
-const HEADLINE: [&str; 11] = [
+const HEADLINE: [&str; 14] = [
     "outcome",
     "sim_time_ns",
     "latency_p50_ns",
     "latency_p99_ns",
     "fct_p50_ns",
     "fct_p99_ns",
+    "slowdown_p50",
+    "slowdown_p95",
+    "slowdown_p99",
     "throughput_gbps",
     "mean_flow_gbps",
     "packets_dropped",
@@ -75,11 +78,12 @@ const HEADLINE: [&str; 11] = [
 ];
 
 /// The headline metrics shown in the terminal table (with every `busbw_GBps.*` column).
-const TERMINAL: [&str; 6] = [
+const TERMINAL: [&str; 7] = [
     "latency_p50_ns",
     "latency_p99_ns",
     "fct_p50_ns",
     "fct_p99_ns",
+    "slowdown_p99",
     "throughput_gbps",
     "packets_dropped",
 ];
@@ -106,6 +110,10 @@ pub fn metrics(s: &Value) -> Vec<(String, Metric)> {
         ("latency_p99_ns", "/packet_latency_ns/p99"),
         ("fct_p50_ns", "/fct_ns/p50"),
         ("fct_p99_ns", "/fct_ns/p99"),
+        // FCT slowdown of every flow (`summary.json` `slowdown.all`, `docs/results.md`).
+        ("slowdown_p50", "/slowdown/all/p50"),
+        ("slowdown_p95", "/slowdown/all/p95"),
+        ("slowdown_p99", "/slowdown/all/p99"),
         ("throughput_gbps", "/throughput/delivered_gbps"),
         ("mean_flow_gbps", "/throughput/mean_flow_gbps"),
         ("packets_dropped", "/packets/dropped"),
@@ -418,6 +426,7 @@ mod tests {
             "run": {"outcome": "drained", "complete": true, "sim_time_ns": 10.5},
             "packet_latency_ns": {"p50": 1.0, "p99": p99},
             "fct_ns": {"p50": null, "p99": null},
+            "slowdown": {"all": {"flows": 2, "p50": 1.25, "p95": 1.5, "p99": 1.75}},
             "throughput": {"delivered_gbps": 100.0, "mean_flow_gbps": 50.0},
             "packets": {"dropped": 0},
             "flows": {"completed": 2, "total": 2},
@@ -440,8 +449,14 @@ mod tests {
     #[test]
     fn metric_columns() {
         let names: Vec<String> = metrics(&summary(3.0, 9.0)).into_iter().map(|(n, _)| n).collect();
-        assert_eq!(&names[..11], HEADLINE);
-        assert_eq!(&names[11..], ["busbw_GBps.ring.1024", "counters.ib_fc_packets"]);
+        assert_eq!(&names[..14], HEADLINE);
+        assert_eq!(&names[14..], ["busbw_GBps.ring.1024", "counters.ib_fc_packets"]);
+        let m = metrics(&summary(3.0, 9.0));
+        let value = |n: &str| m.iter().find(|(k, _)| k == n).and_then(|(_, (_, v))| *v);
+        assert_eq!(
+            (value("slowdown_p50"), value("slowdown_p95"), value("slowdown_p99")),
+            (Some(1.25), Some(1.5), Some(1.75))
+        );
     }
 
     #[test]
@@ -458,11 +473,11 @@ mod tests {
         assert_eq!(
             lines[0],
             "point,seed,topology.k,status,outcome,sim_time_ns,latency_p50_ns,latency_p99_ns,fct_p50_ns,fct_p99_ns,\
-             throughput_gbps,mean_flow_gbps,packets_dropped,flows_completed,flows_total,busbw_GBps.ring.1024,\
+             slowdown_p50,slowdown_p95,slowdown_p99,throughput_gbps,mean_flow_gbps,packets_dropped,flows_completed,flows_total,busbw_GBps.ring.1024,\
              counters.ib_fc_packets"
         );
-        assert_eq!(lines[1], "0,1,4,ok,drained,10.5,1.0,2.0,,,100.0,50.0,0,2,2,10.0,7");
-        assert_eq!(lines[3], "1,1,6,timeout,,,,,,,,,,,,,");
+        assert_eq!(lines[1], "0,1,4,ok,drained,10.5,1.0,2.0,,,1.25,1.5,1.75,100.0,50.0,0,2,2,10.0,7");
+        assert_eq!(lines[3], "1,1,6,timeout,,,,,,,,,,,,,,,,");
         let lines: Vec<&str> = t.summary_csv.lines().collect();
         assert!(
             lines[0].starts_with("point,topology.k,runs,ok,sim_time_ns.mean,sim_time_ns.ci95,"),
