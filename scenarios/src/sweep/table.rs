@@ -476,7 +476,10 @@ mod tests {
              slowdown_p50,slowdown_p95,slowdown_p99,throughput_gbps,mean_flow_gbps,packets_dropped,flows_completed,flows_total,busbw_GBps.ring.1024,\
              counters.ib_fc_packets"
         );
-        assert_eq!(lines[1], "0,1,4,ok,drained,10.5,1.0,2.0,,,1.25,1.5,1.75,100.0,50.0,0,2,2,10.0,7");
+        assert_eq!(
+            lines[1],
+            "0,1,4,ok,drained,10.5,1.0,2.0,,,1.25,1.5,1.75,100.0,50.0,0,2,2,10.0,7"
+        );
         assert_eq!(lines[3], "1,1,6,timeout,,,,,,,,,,,,,,,,");
         let lines: Vec<&str> = t.summary_csv.lines().collect();
         assert!(
