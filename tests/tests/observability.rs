@@ -97,38 +97,45 @@ fn a_lone_flow_has_slowdown_one_on_every_fabric() {
 
 /// The ideal of the lone flow is the closed form on the base fabric: every packet serialized
 /// at the 50G bottleneck, plus the first hop and last hop of one packet (store-and-forward),
-/// propagation and two switch latencies.
+/// propagation and two switch latencies. The long flow (1,024 full packets) checks the
+/// extrapolation of the periodic packet train against the same formula.
 #[test]
 fn ideal_fct_is_the_closed_form_on_the_base_fabric() {
-    let (dir, path) = scenario(&lone_flow("ethernet"));
-    let (out, _) = run(dir.path(), &path);
-    let rows = flows_csv(&out);
-    let ideal: f64 = rows[1][col(&rows, "ideal_fct_ns")].parse().unwrap();
-    let j = summary(&out);
-    let header = j["counters"]["payload_bytes_injected"].as_u64().unwrap();
-    assert_eq!(header, 41960);
-    let resolved = std::fs::read_to_string(out.join("scenario.resolved.toml")).unwrap();
-    let v: toml::Value = toml::from_str(&resolved).unwrap();
-    let hdr: f64 = v["fabric"]["header"]
-        .as_str()
-        .unwrap()
-        .trim_end_matches('B')
-        .parse()
-        .unwrap();
-    let lat_ns: f64 = v["fabric"]["switch_latency"]
-        .as_str()
-        .unwrap()
-        .trim_end_matches("ns")
-        .parse()
-        .unwrap();
-    let ser = |bytes: f64, gbps: f64| bytes * 8.0 / gbps;
-    // 10 packets of 4096 + one of 1000 payload bytes.
-    let (full, last) = (4096.0 + hdr, 1000.0 + hdr);
-    let bottleneck = 10.0 * ser(full, 50.0) + ser(last, 50.0);
-    // The first packet's serialization at 100G before the bottleneck, the last packet's at
-    // 200G after it; cables of 3 m, 100 m, 3 m at 5 ns/m.
-    let want = ser(full, 100.0) + bottleneck + ser(last, 200.0) + 106.0 * 5.0 + 2.0 * lat_ns;
-    assert!((ideal - want).abs() < 0.01, "ideal {ideal} ns, closed form {want} ns");
+    for n_full in [10u64, 1024] {
+        let size = n_full * 4096 + 1000;
+        let text = lone_flow("ethernet").replace("size = 41960", &format!("size = {size}"));
+        let (dir, path) = scenario(&text);
+        let (out, _) = run(dir.path(), &path);
+        let rows = flows_csv(&out);
+        let ideal: f64 = rows[1][col(&rows, "ideal_fct_ns")].parse().unwrap();
+        let j = summary(&out);
+        assert_eq!(j["counters"]["payload_bytes_injected"].as_u64(), Some(size));
+        let resolved = std::fs::read_to_string(out.join("scenario.resolved.toml")).unwrap();
+        let v: toml::Value = toml::from_str(&resolved).unwrap();
+        let hdr: f64 = v["fabric"]["header"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('B')
+            .parse()
+            .unwrap();
+        let lat_ns: f64 = v["fabric"]["switch_latency"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("ns")
+            .parse()
+            .unwrap();
+        let ser = |bytes: f64, gbps: f64| bytes * 8.0 / gbps;
+        // n_full packets of 4096 + one of 1000 payload bytes.
+        let (full, last) = (4096.0 + hdr, 1000.0 + hdr);
+        let bottleneck = n_full as f64 * ser(full, 50.0) + ser(last, 50.0);
+        // The first packet's serialization at 100G before the bottleneck, the last packet's
+        // at 200G after it; cables of 3 m, 100 m, 3 m at 5 ns/m.
+        let want = ser(full, 100.0) + bottleneck + ser(last, 200.0) + 106.0 * 5.0 + 2.0 * lat_ns;
+        assert!(
+            (ideal - want).abs() < 0.01,
+            "{n_full} full packets: ideal {ideal} ns, closed form {want} ns"
+        );
+    }
 }
 
 /// Two flows sharing the 50G link: each is slowed down, and the slowdown is FCT / ideal.
