@@ -70,6 +70,40 @@ end_time = "30ms"
     assert!(sm["counters"]["roce_pause_frames_sent"].as_u64().unwrap() > 0);
 }
 
+/// The common head of the random cases: a leaf-spine of `[leaves, hosts per leaf, spines]`
+/// with `[host Gb/s, fabric Gb/s, cable m]` links on RoCEv2 with a shared buffer, lossless
+/// priorities `lossless` and lossy 0 and 6; the caller appends the rest of `[fabric.roce]`.
+fn leaf_spine_roce_head(
+    name: &str,
+    seed: u64,
+    shape: [u64; 3],
+    links: [u64; 3],
+    buffer_kib: u64,
+    lossless: &str,
+) -> String {
+    let [leaves, hpl, spines] = shape;
+    let [host_gbps, fabric_gbps, cable] = links;
+    format!(
+        r#"[scenario]
+name = "{name}"
+seed = {seed}
+[topology]
+kind = "leaf_spine"
+leaves = {leaves}
+hosts_per_leaf = {hpl}
+spines = {spines}
+host_link = {{ rate = "{host_gbps}Gbps", cable_m = {cable} }}
+fabric_link = {{ rate = "{fabric_gbps}Gbps", cable_m = {cable} }}
+[fabric]
+kind = "rocev2"
+[fabric.roce]
+buffer = "{buffer_kib}KiB"
+lossless = {lossless}
+lossy = [0, 6]
+"#
+    )
+}
+
 /// 80 random small lossless RoCEv2 runs (leaf-spine 2-6 leaves x 2-8 hosts, 1-4 spines, 25-400G
 /// links, 1-100 m cables, shared buffers from 128 KiB per port up, congestion control none /
 /// DCQCN paper / DCQCN firmware / TIMELY, a random CNP interval, WebSearch at a random load plus
@@ -101,23 +135,7 @@ fn random_lossless_runs_never_drop() {
         let hosts = leaves * hpl;
         let n_senders = rng.range(1, hosts - 1);
         let text = format!(
-            r#"[scenario]
-name = "case{case}"
-seed = {seed}
-[topology]
-kind = "leaf_spine"
-leaves = {leaves}
-hosts_per_leaf = {hpl}
-spines = {spines}
-host_link = {{ rate = "{host_gbps}Gbps", cable_m = {cable} }}
-fabric_link = {{ rate = "{fabric_gbps}Gbps", cable_m = {cable} }}
-[fabric]
-kind = "rocev2"
-[fabric.roce]
-buffer = "{buffer_kib}KiB"
-lossless = [3]
-lossy = [0, 6]
-ecn = {{ preset = "dcqcn_paper" }}
+            r#"{head}ecn = {{ preset = "dcqcn_paper" }}
 {cc}
 cnp_interval = "{cnp_us}us"
 [[workload]]
@@ -136,7 +154,14 @@ start = "50us"
 [run]
 end_time = "2ms"
 "#,
-            seed = rng.next_u64() % 1000,
+            head = leaf_spine_roce_head(
+                &format!("case{case}"),
+                rng.next_u64() % 1000,
+                [leaves, hpl, spines],
+                [host_gbps, fabric_gbps, cable],
+                buffer_kib,
+                "[3]"
+            ),
             cdf = cdf(),
         );
         let file = dir.path().join(format!("case{case}.toml"));
@@ -222,25 +247,17 @@ fn random_pfc_edge_parameters_never_drop() {
         } else {
             String::new()
         };
+        let head = leaf_spine_roce_head(
+            &format!("edge{case}"),
+            case,
+            [leaves, hpl, spines],
+            [host_gbps, fabric_gbps, cable],
+            buffer_kib,
+            lossless,
+        );
         let text = |pfc: &str| {
             format!(
-                r#"[scenario]
-name = "edge{case}"
-seed = {case}
-[topology]
-kind = "leaf_spine"
-leaves = {leaves}
-hosts_per_leaf = {hpl}
-spines = {spines}
-host_link = {{ rate = "{host_gbps}Gbps", cable_m = {cable} }}
-fabric_link = {{ rate = "{fabric_gbps}Gbps", cable_m = {cable} }}
-[fabric]
-kind = "rocev2"
-[fabric.roce]
-buffer = "{buffer_kib}KiB"
-lossless = {lossless}
-lossy = [0, 6]
-alpha_shift = {alpha}
+                r#"{head}alpha_shift = {alpha}
 {control}
 {pfc}
 [[workload]]
