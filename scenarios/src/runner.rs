@@ -276,6 +276,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         v.push(b'\n');
         files.push(("roce.json", v));
     }
+    let cpu_seconds = crate::proc_stats::cpu_seconds();
     let timing = serde_json::json!({
         "note": "wall-clock figures: the only file of a results directory that differs between identical runs",
         "wall_seconds": report.wall_elapsed.as_secs_f64(),
@@ -283,9 +284,8 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         "events_per_second": report.events as f64 / report.wall_elapsed.as_secs_f64().max(1e-9),
         "link_hops_per_second": fabric.totals().link_hops as f64 / report.wall_elapsed.as_secs_f64().max(1e-9),
         // The whole process so far (loading and building the fabric included).
-        "cpu_seconds": crate::proc_stats::cpu_seconds(),
-        "cpu_us_per_link_hop": crate::proc_stats::cpu_seconds()
-            .map(|c| c * 1e6 / (fabric.totals().link_hops.max(1) as f64)),
+        "cpu_seconds": cpu_seconds,
+        "cpu_us_per_link_hop": cpu_seconds.map(|c| c * 1e6 / (fabric.totals().link_hops.max(1) as f64)),
         "peak_rss_bytes": crate::proc_stats::peak_rss_bytes(),
     });
     files.push(("timing.json", serde_json::to_vec_pretty(&timing).unwrap_or_default()));
