@@ -54,7 +54,7 @@ pub enum Striping {
     LeastLoaded,
 }
 
-/// The crossbar of GPU hubs and NVSwitch chips (virtual output queues, `engine/ib.rs`).
+/// The crossbar of GPU hubs and NVSwitch chips (virtual output queues, `engine/ib/`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Crossbar {
     pub striping: Striping,
@@ -80,7 +80,7 @@ impl Default for Crossbar {
 }
 
 /// Crossbar arbitration of GPU hubs and NVSwitch chips: which packet of its virtual output
-/// queue a free output takes (`engine/ib.rs` module docs, `docs/models/nvlink.md`). "Eligible"
+/// queue a free output takes (`engine/ib/` module docs, `docs/models/nvlink.md`). "Eligible"
 /// means its input is free to move a packet into the crossbar (always, with unlimited
 /// speed-up). Only the first [`crate::engine::XBAR_SCAN_MAX`] packets of a queue are looked at.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -160,7 +160,7 @@ pub struct EngineConfig {
     /// Ethernet buffer, flow-control and marking fields above are then unused).
     pub ib: Option<IbConfig>,
     /// `Some`: a RoCEv2 fabric (shared-buffer switches with 8 priorities, PFC, ECN,
-    /// CNP/ACK, sender congestion control; see `engine/roce.rs`). The `buffer`,
+    /// CNP/ACK, sender congestion control; see `engine/roce/`). The `buffer`,
     /// `flow_control` and `marking` fields above are then unused.
     pub roce: Option<super::RoceConfig>,
     /// Latencies of GPU-server devices (hubs, NVSwitch, PCIe switches, root complexes, NICs).

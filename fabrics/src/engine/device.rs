@@ -26,16 +26,16 @@ pub enum Device {
     /// fabric, `engine/mod.rs`).
     OqSwitch,
     /// An endpoint on credit links: InfiniBand HCA with per-VL send queues and IB CC, or a GPU
-    /// doing load/store over NVLink/PCIe (`engine/ib.rs`).
+    /// doing load/store over NVLink/PCIe (`engine/ib/`).
     CreditHost,
     /// An input-buffered, cut-through device with per-lane credits: InfiniBand switch, NVSwitch
-    /// chip, GPU hub, PCIe switch, root complex, NIC (`engine/ib.rs`).
+    /// chip, GPU hub, PCIe switch, root complex, NIC (`engine/ib/`).
     CreditSwitch,
     /// A RoCEv2 endpoint: queue pairs with DCQCN/TIMELY, CNP/ACK/NACK, go-back-N
-    /// (`engine/roce.rs`).
+    /// (`engine/roce/`).
     RoceHost,
     /// Shared-buffer Ethernet switch with 8 priorities, PFC, ECN, strict priority + DWRR
-    /// (`engine/roce.rs`).
+    /// (`engine/roce/`).
     RoceSwitch,
 }
 

@@ -25,13 +25,13 @@
 //!
 //! ## InfiniBand
 //! With [`EngineConfig::ib`] set, switches are input-buffered and cut-through with per-VL
-//! credit flow control, and hosts are HCAs with per-VL send queues: see `engine/ib.rs`. The
+//! credit flow control, and hosts are HCAs with per-VL send queues: see `engine/ib/`. The
 //! event types and the pipe mechanics are the same.
 //!
 //! ## RoCEv2
 //! With [`EngineConfig::roce`] set, switches have a shared-buffer MMU with 8 priorities, PFC,
 //! ECN and strict-priority + DWRR egress scheduling, and host NICs send CNPs/ACKs and run
-//! DCQCN or TIMELY: see `engine/roce.rs`. Flow timers (`FlowTimer(f)`, congestion-control
+//! DCQCN or TIMELY: see `engine/roce/`. Flow timers (`FlowTimer(f)`, congestion-control
 //! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then, as does
 //! the rate-sampling event (`RateSample`, origin `3P + H + 1 + F`, only when sampling is on).
 

@@ -13,7 +13,7 @@ pub enum PacketKind {
     /// RoCEv2 CNP).
     Cnp,
     /// PFC frame (802.1Qbb) on an Ethernet link: `aux` encodes the frame (see
-    /// `engine/roce.rs`). Consumed by the MAC at the far end of the link, never forwarded.
+    /// `engine/roce/`). Consumed by the MAC at the far end of the link, never forwarded.
     Pause,
     /// RoCEv2 ACK to a flow's source: `aux` = bytes received in order so far, `sent_at` =
     /// send time of the packet it acknowledges (for the RTT sample).

@@ -8,7 +8,7 @@
 //!
 //! The switch and HCA mechanics (per-VL input buffers, credit accounting with flow-control
 //! packets on the reverse link, cut-through forwarding, input arbitration, HOQLife) run in
-//! the packet engine, `engine/ib.rs`, driven by the [`IbConfig`] below.
+//! the packet engine, `engine/ib/`, driven by the [`IbConfig`] below.
 //! `docs/models/infiniband.md` lists every parameter with its unit, default and source.
 
 pub mod cc;

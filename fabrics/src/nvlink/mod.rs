@@ -32,7 +32,7 @@ pub const DEFAULT_LINK_DELAY: Duration = Duration::from_ns(100);
 /// (link, 200 ns traversal, serialization, link back) is about 420 ns.
 pub const DEFAULT_CREDITS_FLITS: u32 = 2048;
 
-/// The NVLink link layer for the packet engine's credit path (`engine/ib.rs`): one virtual
+/// The NVLink link layer for the packet engine's credit path (`engine/ib/`): one virtual
 /// channel, `credits_flits` 16-byte flits of input buffer per port (GPU hubs, NVSwitch ports
 /// and GPUs alike), credits returned over the reverse link in the header of reverse traffic
 /// (0 wire bytes: NVLink piggybacks credit returns, so they cost no bandwidth, only the link

@@ -29,7 +29,7 @@ pub const DEFAULT_DATA_CREDITS: u32 = 4096;
 /// Bytes per PCIe data credit (4 DW).
 pub const DATA_CREDIT_BYTES: u32 = 16;
 
-/// The PCIe link layer for the packet engine's credit path (`engine/ib.rs`): posted-write
+/// The PCIe link layer for the packet engine's credit path (`engine/ib/`): posted-write
 /// data credits of 16 bytes, `data_credits` per port, one UpdateFC DLLP (8 B) on the reverse
 /// link per freed TLP (Acks are assumed merged into it), no head-of-queue timeout.
 pub fn credit_layer(data_credits: u32) -> crate::ib::IbConfig {

@@ -1,6 +1,6 @@
 //! Crossbar arbitration of GPU hubs, NVSwitch chips and switches with virtual output queues:
 //! which waiting packet a free output takes. One file per algorithm behind [`CrossbarArbiter`],
-//! selected by [`AnyArbiter`] (the engine's credit path, `engine/ib.rs`, calls it; it knows
+//! selected by [`AnyArbiter`] (the engine's credit path, `engine/ib/`, calls it; it knows
 //! nothing else of the engine).
 //!
 //! The engine hands an arbiter, for one output, the first packets of that output's virtual

@@ -1,0 +1,157 @@
+//! Credit-based link-level flow control as the engine runs it (IBA vol. 1 §7.9.4; also NVLink
+//! flits and PCIe data credits inside servers): what a packet costs on a link in credit units,
+//! the sender's check and charge, the receiver's accounting and its flow-control packets under
+//! the update policy, and a credit device's receive buffer on a PFC link (a NIC's network side).
+
+use super::*;
+
+impl Fabric {
+    /// Credits (blocks) a packet of `payload`/`wire` bytes takes on port `p`'s link: the
+    /// link's own framing of it in credit units (NVLink flits and PCIe TLPs inside a cluster's
+    /// servers, the packet as cut elsewhere).
+    #[inline]
+    pub(in crate::engine) fn blocks_on(&self, p: u32, payload: u32, wire: u32) -> u32 {
+        let framed = self.ports[p as usize].framing.wire_bytes(payload, wire);
+        self.ibr().cfg.credits(framed)
+    }
+
+    /// Credits on port `p`'s lane `vl` cover a packet of `payload`/`wire` bytes.
+    #[inline]
+    pub(in crate::engine) fn ib_credits_cover(&self, p: u32, vl: u8, payload: u32, wire: u32) -> bool {
+        self.blocks_on(p, payload, wire) as u64 <= self.ibr().avail(p, vl)
+    }
+
+    /// Packet `id` starts on credit port `p` (by a device other than the credit devices of
+    /// this file): its credits are spent.
+    pub(in crate::engine) fn ib_charge_credits(&mut self, p: u32, id: u32) {
+        let b = self.pkt_blocks_on(p, id) as u64;
+        let vl = self.packets.get(id).vl;
+        let ib = self.ibs();
+        let o = ib.ix(p, vl);
+        ib.fctbs[o] += b;
+    }
+
+    /// Sends the next flow-control packet queued on port `p`, if any; returns when the port is
+    /// free again.
+    pub(in crate::engine) fn ib_send_queued_fc<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        p: u32,
+    ) -> Option<SimTime> {
+        let vl = self.ibs().ctrl[p as usize].pop_front()?;
+        Some(self.ib_send_fc(s, p, vl))
+    }
+
+    /// [`Fabric::blocks_on`] for packet `id`.
+    #[inline]
+    pub(in crate::engine) fn pkt_blocks_on(&self, p: u32, id: u32) -> u32 {
+        let pk = self.packets.get(id);
+        self.blocks_on(p, pk.payload_bytes, pk.wire_bytes)
+    }
+
+    /// Sends the flow-control packet for (`x`, `vl`): advertises `abr + free blocks`.
+    pub(in crate::engine) fn ib_send_fc<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        vl: u8,
+    ) -> SimTime {
+        let now = s.now();
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        // Shared pool: the VL this update is for borrows whatever the pool has free, and this
+        // update advertises it. FCCL only ever grows, so lent blocks come back to the pool
+        // only as that VL's packets leave (`ib_free_input`); the next update lends them again,
+        // to whichever VL sends first. HCA ports have no pool.
+        let lend = ib.pool_free[x as usize];
+        if lend > 0 {
+            ib.pool_free[x as usize] = 0;
+            ib.pool_lent[i] += lend;
+            ib.free_blocks[i] += lend;
+        }
+        let fccl = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
+        ib.fc_state[i] = FcState::Idle;
+        ib.fc_last_sent[i] = now;
+        ib.port_stats[x as usize].fc_packets_tx += 1;
+        ib.totals.fc_packets += 1;
+        let fc_bytes = ib.cfg.fc_packet_bytes;
+        let id = self.packets.alloc(Packet {
+            kind: PacketKind::FlowControl,
+            vl,
+            aux: fccl,
+            wire_bytes: fc_bytes,
+            ..Packet::control()
+        });
+        self.transmit(s, x, id, SimTime::ZERO)
+    }
+
+    /// Buffer space of ingress (`x`, `vl`) changed: schedule a flow-control packet under the
+    /// update policy.
+    pub(in crate::engine) fn ib_credit_update<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        if self.link_fc[x as usize] == LinkFc::Pfc {
+            // No credits cross a PFC link: freed space may end a PAUSE instead.
+            self.credit_pfc_check(s, x, vl);
+            return;
+        }
+        let now = s.now();
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        if ib.fc_state[i] != FcState::Idle {
+            return; // an update is already on its way; it will carry the newest value
+        }
+        let due = ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval;
+        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.fc_last_sent[i] > SimTime::ZERO {
+            ib.fc_state[i] = FcState::Deferred;
+            self.ib_arm_timer(s, x, due);
+            return;
+        }
+        ib.fc_state[i] = FcState::Queued;
+        ib.ctrl[x as usize].push_back(vl);
+        self.kick(s, x);
+    }
+
+    /// The receive buffer of (`x`, `vl`) on a PFC link changed: PAUSE the sender when it runs
+    /// short of the headroom, RESUME it when space is back (`IbState::set_pfc_receiver`).
+    pub(in crate::engine) fn credit_pfc_check<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let ib = self.ibr();
+        let free = ib.free_blocks[ib.ix(x, vl)];
+        let (xoff, xon) = ib.pfc_free_blocks[x as usize];
+        let paused = self.roce_pfc_asserted(x, vl);
+        if !paused && free < xoff {
+            self.roce_pfc_edge(s, x, vl, crate::models::pfc::PfcEdge::Xoff);
+        } else if paused && free >= xon {
+            self.roce_pfc_edge(s, x, vl, crate::models::pfc::PfcEdge::Xon);
+        }
+    }
+
+    /// A flow-control packet advertising `fccl` for lane `vl` reaches port `x` (the receiver
+    /// at the other end of `x`'s link returns credits to it), whatever device owns `x`.
+    pub(in crate::engine) fn ib_on_fc<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        vl: u8,
+        fccl: u64,
+    ) {
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.fccl[i] = ib.fccl[i].max(fccl);
+        self.kick(s, x);
+    }
+
+    /// An endpoint on a credit link takes packet `id` (arrived on its port `x`) into memory at
+    /// once and returns its credits.
+    pub(in crate::engine) fn ib_endpoint_accept<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        id: u32,
+    ) {
+        let b = self.pkt_blocks_on(x, id);
+        let vl = self.packets.get(id).vl;
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.abr[i] += b as u64;
+        self.ib_credit_update(s, x, vl);
+    }
+}

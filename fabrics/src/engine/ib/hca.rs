@@ -1,0 +1,124 @@
+//! The endpoint on credit links: an InfiniBand HCA with per-VL send queues served round-robin,
+//! IB congestion control (BECN from the destination slows the flow, `ib/cc.rs`), or a GPU doing
+//! load/store over NVLink/PCIe.
+
+use super::*;
+
+impl Fabric {
+    /// The destination of a FECN-marked packet of `flow` sends a congestion notification.
+    pub(in crate::engine) fn ib_queue_cnp<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, flow: u32, vl: u8) {
+        let now = s.now();
+        let f = self.flows[flow as usize];
+        let id = self.packets.alloc(Packet {
+            kind: PacketKind::Cnp,
+            flow,
+            dst_host: f.src,
+            wire_bytes: crate::ib::link::BASE_HEADER_BYTES,
+            vl,
+            // Reverse direction of the flow: its own ECMP entropy.
+            flow_hash: self.flow_hash_of(flow).rotate_left(17),
+            sent_at: now,
+            ..Packet::control()
+        });
+        let ib = self.ibs();
+        ib.totals.becn_sent += 1;
+        ib.cnp_queue[f.dst as usize].push_back(id);
+        self.ib_nic_send(s, f.dst);
+    }
+
+    /// Registers a started flow with its HCA's VL queue.
+    pub(in crate::engine) fn ib_flow_started(&mut self, flow: u32) {
+        let f = self.flows[flow as usize];
+        let ib = self.ibs();
+        let vl = ib.cfg.sl2vl[f.class as usize & 15];
+        ib.host_flows[f.src as usize][vl as usize].push_back(flow);
+    }
+
+    /// HCA `h` sends if its port is idle: flow-control packets first, then congestion
+    /// notifications, then data by VL arbitration and round-robin over the VL's flows.
+    pub(in crate::engine) fn ib_nic_send<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
+        let now = s.now();
+        let Some(p) = self.nic_idle_port(s, h) else { return };
+        if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
+            let done = self.ib_send_fc(s, p, vl);
+            self.nic_wake_at(s, h, done);
+            return;
+        }
+        if let Some(&id) = self.ibr().cnp_queue[h as usize].front() {
+            let vl = self.packets.get(id).vl;
+            let b = self.pkt_blocks_on(p, id) as u64;
+            if b <= self.ibr().avail(p, vl) {
+                self.ibs().cnp_queue[h as usize].pop_front();
+                let o = self.ibr().ix(p, vl);
+                self.ibs().fctbs[o] += b;
+                let done = self.transmit(s, p, id, SimTime::ZERO);
+                self.nic_wake_at(s, h, done);
+                return;
+            }
+            // No credits for the notification: data on other VLs may still go.
+        }
+        // Per VL: the first flow allowed to send now (rotating the others behind it), and
+        // whether credits cover its next packet.
+        let nv = self.ibr().nv as u8;
+        let mtu = self.cfg.mtu_bytes as u64;
+        let header = self.cfg.header_bytes;
+        let mut ready = 0u16;
+        let mut earliest = SimTime::MAX;
+        let mut cand = [u32::MAX; 16];
+        for vl in 0..nv {
+            let n = self.ibr().host_flows[h as usize][vl as usize].len();
+            for _ in 0..n {
+                let f = self.ibr().host_flows[h as usize][vl as usize][0];
+                let st = &self.flow_state[f as usize];
+                if st.next_send_at <= now {
+                    cand[vl as usize] = f;
+                    break;
+                }
+                earliest = earliest.min(st.next_send_at);
+                self.ibs().host_flows[h as usize][vl as usize].rotate_left(1);
+            }
+            let f = cand[vl as usize];
+            if f == u32::MAX {
+                continue;
+            }
+            let payload = self.flow_state[f as usize].unsent_bytes.min(mtu) as u32;
+            if self.blocks_on(p, payload, payload + header) as u64 <= self.ibr().avail(p, vl) {
+                ready |= 1 << vl;
+                self.ibs().stall_end(p, vl, now);
+            } else if !self.ibr().stall_open(p, vl) {
+                let cause = self.downstream_cause(p, vl);
+                self.ibs().stall_begin(p, vl, now, cause);
+            }
+        }
+        if ready == 0 {
+            if earliest != SimTime::MAX {
+                self.nic_wake_at(s, h, earliest);
+            }
+            // Flows short of credits are woken by the flow-control packet that brings them.
+            return;
+        }
+        let ib = self.ibs();
+        let is_ready = |vl: u8| ready & (1 << vl) != 0;
+        let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
+        let vl = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready).expect("a ready VL");
+        let f = ib.host_flows[h as usize][vl as usize]
+            .pop_front()
+            .expect("candidate flow");
+        let id = self.cut_packet(now, f, vl);
+        let b = self.pkt_blocks_on(p, id);
+        let ib = self.ibs();
+        ib.arb[p as usize].charge(b, low_waiting);
+        let o = ib.ix(p, vl);
+        ib.fctbs[o] += b as u64;
+        if self.flow_state[f as usize].unsent_bytes > 0 {
+            self.ibs().host_flows[h as usize][vl as usize].push_back(f);
+        }
+        let done = self.transmit(s, p, id, SimTime::ZERO);
+        let more = self.ibr().host_flows[h as usize].iter().any(|q| !q.is_empty())
+            || !self.ibr().cnp_queue[h as usize].is_empty()
+            || !self.ibr().ctrl[p as usize].is_empty();
+        if more {
+            self.nic_wake_at(s, h, done);
+        }
+    }
+}

@@ -1,0 +1,581 @@
+//! InfiniBand mechanics in the engine: per-VL input buffers with credit-based link-level flow
+//! control, cut-through switches with input arbitration, HCAs with per-VL send queues.
+//!
+//! ## Credits (IBA vol. 1 §7.9.4)
+//! Every link direction and VL has a sender counter `fctbs` (64-byte blocks sent) and a
+//! receiver counter `abr` (blocks received). The receiver advertises `fccl = abr + free
+//! blocks of its VL buffer` in a 6-byte flow-control packet that crosses the reverse link
+//! through the receiver's own transmitter (between packets, ahead of data). The sender may
+//! start a packet of `b` blocks only when `fccl - fctbs >= b` (at most 2048 blocks of window).
+//! The counters here are absolute (`u64`), which is the modulo-4096 arithmetic of the spec
+//! without wrap-around. At time zero every sender knows its receiver's empty buffer (the
+//! link-up initialisation exchange). A switch frees input-buffer space when the packet's last
+//! byte has left through the output port; an HCA drains into host memory at once, so it
+//! returns credits as soon as a packet is in. Losslessness is asserted: a packet arriving at
+//! a VL buffer without room panics (a credit-accounting bug, never a user error).
+//!
+//! ## Switch (input-buffered, cut-through)
+//! A packet joins its input port's VL FIFO when its head has arrived and the switch's
+//! port-to-port latency has passed; it is routed then. Only the head of each input VL FIFO
+//! competes for its output (so a blocked head blocks the packets behind it: head-of-line
+//! blocking, as in the hardware). An idle output serves pending flow-control packets first,
+//! then picks a VL by VL arbitration among VLs whose first requesting input has a packet that
+//! credits fully cover, then the input round-robin (inputs queue up per output VL in the order
+//! their heads arrived and a served input goes to the back). Cut-through: the output may start
+//! before the tail is in, but cannot finish before it (`done = max(start + serialization,
+//! tail arrival)`).
+//!
+//! ## Virtual output queues (GPU hubs and NVSwitch chips)
+//! Ports of nodes flagged `voq` (GPU hubs and NVSwitch chips, the NVLink crossbars) keep the
+//! same per-input credit accounting but queue a packet per output VL on arrival, in arrival
+//! order: every packet competes for its output at once, so there is no head-of-line blocking
+//! between outputs (a hub feeding 18 NVLinks from one input would otherwise serve them one
+//! at a time). The output takes the oldest packet (oldest-first arbitration, which for a
+//! crossbar with enough internal speed-up is what iSLIP converges to under uniform load);
+//! HOQLife does not apply (NVLink has none). With a finite internal speed-up
+//! (`EngineConfig::crossbar`) an input moves one packet at a time into the crossbar, taking
+//! `wire / (link rate x speed-up)`; an output then takes the oldest packet whose input is free
+//! (a greedy output-first matching; the first [`XBAR_SCAN_MAX`] packets are looked at) and,
+//! finding none, retries on its port timer when the earliest of those inputs frees up.
+//!
+//! `Crossbar::arbitration` chooses among the packets an output may take ("eligible": its
+//! input is free, always so with unlimited speed-up). `OldestFirst` (default): the above.
+//! `RoundRobin`: each output keeps a grant pointer over its node's input ports (node-local
+//! index) and takes the oldest eligible packet of the first input at or after it, then moves
+//! the pointer one past that input. `Islip`: McKeown's iSLIP (IEEE/ACM ToN 1999) mapped onto
+//! this asynchronous engine, where outputs free up one at a time instead of in slots. Each
+//! output decision is one iSLIP round for that output alone: request = every input with a
+//! packet in the output's queue (busy or not); grant = the first requester at or after the
+//! output's grant pointer; accept = the input accepts if it is free (the accept pointer would
+//! arbitrate among several outputs granting the same input in one slot, which cannot happen
+//! with one output deciding at a time, so it is kept but decides nothing); a refused grant
+//! goes on to the next requester, as iSLIP's later iterations match unmatched outputs to
+//! unmatched inputs, so the packet taken is the one round-robin takes. The grant pointer
+//! moves one past the input, and that input's accept pointer one past the output, only when
+//! the first grant was accepted (iSLIP updates pointers in the first iteration only: the
+//! rule that desynchronises the outputs' pointers). Not modelled: slots (decisions are not
+//! synchronised, so no simultaneous grants, no input choosing among outputs), a bounded
+//! number of iterations (an output always reaches a free requester if there is one), and
+//! request/grant/accept latency. Round-robin and iSLIP look at the first `models::crossbar::round_robin::SCAN_MAX`
+//! packets of a queue.
+//!
+//! ## HOQLife
+//! A head packet that has waited longer than the output port's HOQLife (4.096 µs × 2^value,
+//! opensm defaults ≈ 268 ms towards CAs, ≈ 1.07 s between switches) is dropped: the only loss.
+//!
+//! ## IB congestion control (Annex A10, optional)
+//! At an output port-VL whose waiting data reaches the threshold, leaving packets get FECN
+//! (every `marking_rate + 1`-th); a port that had to wait for credits (a victim) marks only
+//! with `victim_mask`. The destination HCA answers a FECN packet with a congestion
+//! notification packet (BECN) to the source, whose flow then slows down (`ib/cc.rs`).
+
+use super::{Ev, Fabric, LinkFc, Packet, PacketKind, XbarArbitration};
+use crate::ib::cc::MarkCounter;
+use crate::ib::vlarb::VlArbiter;
+use crate::ib::{IbConfig, hoq_life};
+use crate::models::CongestionControl;
+use crate::models::crossbar::{AnyArbiter, CrossbarArbiter, Output, Waiting};
+use sim_core::{Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, TimeWeightedGauge, serialization_time};
+use std::collections::{BTreeMap, VecDeque};
+
+mod credit_link;
+mod crossbar;
+mod hca;
+mod switch;
+
+/// Packets of a virtual output queue a crossbar output looks at for a free input (finite
+/// speed-up): a bound on the work per decision.
+pub const XBAR_SCAN_MAX: usize = crate::models::crossbar::oldest::SCAN_MAX;
+
+/// Flow-control update state of one ingress port-VL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FcState {
+    Idle,
+    /// Waiting for `min_interval` since the last update to pass.
+    Deferred,
+    /// Queued on the port's transmitter.
+    Queued,
+}
+
+/// Counters of one port in an InfiniBand fabric.
+#[derive(Clone, Debug, Default)]
+pub struct IbPortStats {
+    /// Flow-control packets sent.
+    pub fc_packets_tx: u64,
+    /// Packets dropped at this output port by HOQLife.
+    pub hoq_drops: u64,
+    /// Packets that left this port with FECN set.
+    pub fecn_marked: u64,
+    /// Bytes in this port's input (receive) buffers, all VLs, over time.
+    pub input_buffer_bytes: TimeWeightedGauge,
+}
+
+/// Whole-fabric InfiniBand counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IbTotals {
+    pub fc_packets: u64,
+    pub hoq_drops: u64,
+    pub fecn_marked: u64,
+    /// Congestion notifications sent by destinations and received by sources.
+    pub becn_sent: u64,
+    pub becn_received: u64,
+}
+
+/// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
+pub struct IbState {
+    pub cfg: IbConfig,
+    nv: usize,
+    // Sender side of every egress port-VL.
+    fctbs: Vec<u64>,
+    fccl: Vec<u64>,
+    /// Input ports whose head packet waits for this output VL, in arrival order.
+    requests: Vec<VecDeque<u32>>,
+    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
+    out_bytes: Vec<u64>,
+    stall_since: Vec<SimTime>,
+    stall_cause: Vec<u32>,
+    credit_stall_ps: Vec<u64>,
+    mark: Vec<MarkCounter>,
+    // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
+    // reverse direction of the same link).
+    inq: Vec<VecDeque<u32>>,
+    /// Per output port-VL of a `voq` node: packets waiting for it, oldest first.
+    voq: Vec<VecDeque<u32>>,
+    /// Per port: it belongs to a `voq` node (module docs).
+    voq_port: Vec<bool>,
+    /// Per input port of a `voq` node: when its crossbar input is free again (finite
+    /// speed-up only, `EngineConfig::crossbar`).
+    xbar_free_at: Vec<SimTime>,
+    /// Scratch: per VL, the position in its virtual output queue of the packet
+    /// `xbar_candidate` found.
+    xbar_pick: [usize; 16],
+    /// Crossbar arbitration of `voq` nodes (`models/crossbar/`).
+    xbar: AnyArbiter,
+    /// Scratch: the packets of one virtual output queue as the arbiter sees them.
+    xbar_waiting: Vec<Waiting>,
+    /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
+    rx_init: Vec<u64>,
+    free_blocks: Vec<u32>,
+    /// Shared-pool blocks lent to each ingress port-VL (part of its `free_blocks` promise).
+    pool_lent: Vec<u32>,
+    /// Shared-pool blocks of each ingress port not lent to any VL.
+    pool_free: Vec<u32>,
+    abr: Vec<u64>,
+    head_deadline: Vec<SimTime>,
+    /// Per output port-VL of a `voq` node: when its oldest packet's HOQLife runs out.
+    voq_deadline: Vec<SimTime>,
+    fc_state: Vec<FcState>,
+    fc_last_sent: Vec<SimTime>,
+    // Per port.
+    arb: Vec<VlArbiter>,
+    /// VLs whose flow-control packet is queued on this port's transmitter.
+    ctrl: Vec<VecDeque<u8>>,
+    /// The input buffer (port, vl, blocks) the packet now on this output came from.
+    tx_release: Vec<Option<(u32, u8, u32)>>,
+    timer_at: Vec<SimTime>,
+    in_blocks: Vec<u64>,
+    pub port_stats: Vec<IbPortStats>,
+    /// Per host, per VL: the flows with data to send, served round-robin.
+    host_flows: Vec<Vec<VecDeque<u32>>>,
+    /// Per host: congestion notifications waiting to be sent.
+    cnp_queue: Vec<VecDeque<u32>>,
+    /// HOQLife per output port (`None` = off).
+    hoq_of_out: Vec<Option<Duration>>,
+    pub totals: IbTotals,
+    /// Occupancy (bytes, all VLs) of a switch input buffer as each packet joins it: the
+    /// distribution of buffer fill seen by arriving traffic.
+    pub occupancy_on_arrival: hdrhistogram::Histogram<u64>,
+    /// Credit-stall time attributed to (stalled port, port its downstream head waited for).
+    stall_edges: BTreeMap<(u32, u32), u64>,
+    /// Per ingress port on a PFC link (a NIC's network side; empty elsewhere): PAUSE the
+    /// sender when a lane's free blocks fall below `.0`, RESUME at `.1` (`set_pfc_receiver`).
+    pfc_free_blocks: Vec<(u32, u32)>,
+}
+
+impl IbState {
+    /// Builds the state for `n_ports` ports; `peer_is_host[p]` says whether port `p` sends to
+    /// an HCA, `own_is_host[p]` whether it belongs to one.
+    pub(super) fn new(
+        cfg: IbConfig,
+        peer_is_host: &[bool],
+        own_is_host: &[bool],
+        voq_port: Vec<bool>,
+        internal_port: &[bool],
+        n_hosts: usize,
+        xbar: XbarArbitration,
+    ) -> IbState {
+        let n = peer_is_host.len();
+        let nv = cfg.n_vls as usize;
+        let mut fccl = Vec::with_capacity(n * nv);
+        let mut free_blocks = Vec::with_capacity(n * nv);
+        let mut rx_init = Vec::with_capacity(n);
+        // Internal links (a GPU to its hub, the NVLS endpoint) are not a modelled bottleneck:
+        // both ends get the largest credit window (clamped to u32).
+        let window = cfg.max_credit_window.min(u32::MAX as u64) as u32;
+        for p in 0..n {
+            let rx = if internal_port[p] {
+                window
+            } else if peer_is_host[p] {
+                cfg.hca_vl_buffer_blocks
+            } else {
+                cfg.vl_buffer_blocks
+            };
+            let own = if internal_port[p] {
+                window
+            } else if own_is_host[p] {
+                cfg.hca_vl_buffer_blocks
+            } else {
+                cfg.vl_buffer_blocks
+            };
+            // What the receiver advertises beyond what it has received is capped at the window.
+            let advertised = (rx as u64).min(cfg.max_credit_window);
+            rx_init.push(advertised);
+            for _ in 0..nv {
+                fccl.push(advertised);
+                free_blocks.push(own);
+            }
+        }
+        let hoq_of_out = (0..n)
+            .map(|p| {
+                if own_is_host[p] {
+                    None
+                } else if peer_is_host[p] {
+                    hoq_life(cfg.hoq_life_leaf)
+                } else {
+                    hoq_life(cfg.hoq_life_switch)
+                }
+            })
+            .collect();
+        IbState {
+            nv,
+            fctbs: vec![0; n * nv],
+            fccl,
+            requests: vec![VecDeque::new(); n * nv],
+            out_bytes: vec![0; n * nv],
+            stall_since: vec![SimTime::MAX; n * nv],
+            stall_cause: vec![u32::MAX; n * nv],
+            credit_stall_ps: vec![0; n * nv],
+            mark: vec![MarkCounter::default(); n * nv],
+            inq: vec![VecDeque::new(); n * nv],
+            voq: vec![VecDeque::new(); n * nv],
+            voq_port,
+            xbar_free_at: vec![SimTime::ZERO; n],
+            xbar_pick: [0; 16],
+            xbar: AnyArbiter::new(xbar, n),
+            xbar_waiting: Vec::new(),
+            rx_init,
+            free_blocks,
+            pool_lent: vec![0; n * nv],
+            pool_free: own_is_host
+                .iter()
+                .map(|&host| if host { 0 } else { cfg.shared_pool_blocks })
+                .collect(),
+            abr: vec![0; n * nv],
+            head_deadline: vec![SimTime::MAX; n * nv],
+            voq_deadline: vec![SimTime::MAX; n * nv],
+            fc_state: vec![FcState::Idle; n * nv],
+            fc_last_sent: vec![SimTime::ZERO; n * nv],
+            arb: vec![VlArbiter::default(); n],
+            ctrl: vec![VecDeque::new(); n],
+            tx_release: vec![None; n],
+            timer_at: vec![SimTime::MAX; n],
+            in_blocks: vec![0; n],
+            port_stats: vec![IbPortStats::default(); n],
+            host_flows: vec![vec![VecDeque::new(); nv]; n_hosts],
+            cnp_queue: vec![VecDeque::new(); n_hosts],
+            hoq_of_out,
+            totals: IbTotals::default(),
+            occupancy_on_arrival: hdrhistogram::Histogram::new_with_bounds(1, 1 << 40, 3)
+                .expect("valid histogram bounds"),
+            stall_edges: BTreeMap::new(),
+            pfc_free_blocks: vec![(0, 0); n],
+            cfg,
+        }
+    }
+
+    #[inline]
+    fn ix(&self, port: u32, vl: u8) -> usize {
+        port as usize * self.nv + vl as usize
+    }
+
+    /// Credits (blocks) port `p` may still use on `vl`.
+    #[inline]
+    fn avail(&self, p: u32, vl: u8) -> u64 {
+        let i = self.ix(p, vl);
+        (self.fccl[i] - self.fctbs[i]).min(self.cfg.max_credit_window)
+    }
+
+    /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
+    pub fn credit_stall(&self, p: u32, vl: u8, now: SimTime) -> Duration {
+        let i = self.ix(p, vl);
+        let open = if self.stall_since[i] == SimTime::MAX {
+            0
+        } else {
+            now.ps().saturating_sub(self.stall_since[i].ps())
+        };
+        Duration::from_ps(self.credit_stall_ps[i] + open)
+    }
+
+    /// Output port `p` has no HOQLife (the crossbars inside servers: NVLink has none).
+    pub(super) fn disable_hoq_life(&mut self, p: u32) {
+        self.hoq_of_out[p as usize] = None;
+    }
+
+    /// A credit stall of (`p`, `vl`) is open.
+    fn stall_open(&self, p: u32, vl: u8) -> bool {
+        self.stall_since[self.ix(p, vl)] != SimTime::MAX
+    }
+
+    /// Port `p`'s timer is armed for `now`.
+    pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
+        self.timer_at[p as usize] == now
+    }
+
+    /// Ingress port `x` is on a PFC link (a NIC's network side): no credits go back; its
+    /// receive buffer per lane holds at least `headroom_blocks + resume_blocks + 2 maximum
+    /// frames`, it pauses the sender when fewer than `headroom_blocks` are free (what may still
+    /// arrive after the PAUSE is sent: the PFC headroom bound of the link) and resumes it when
+    /// `headroom_blocks + resume_blocks` are free again.
+    pub(super) fn set_pfc_receiver(&mut self, x: u32, headroom_blocks: u32, resume_blocks: u32, frame_blocks: u32) {
+        let need = headroom_blocks + resume_blocks + 2 * frame_blocks;
+        for vl in 0..self.nv as u8 {
+            let i = self.ix(x, vl);
+            self.free_blocks[i] = self.free_blocks[i].max(need);
+        }
+        self.pfc_free_blocks[x as usize] = (headroom_blocks, headroom_blocks + resume_blocks);
+    }
+
+    /// Read by the credit-deadlock detector (`crate::ib::deadlock`) after a run, never per
+    /// event: the input ports whose head packet waits for output (`p`, `vl`), oldest first
+    /// (input-FIFO switches; a `voq` node's waiting packets are not listed here).
+    pub fn requesters(&self, p: u32, vl: u8) -> impl Iterator<Item = u32> + '_ {
+        self.requests[self.ix(p, vl)].iter().copied()
+    }
+
+    /// Since when output (`p`, `vl`) has been waiting for credits (`None`: not stalled).
+    pub fn credit_stall_since(&self, p: u32, vl: u8) -> Option<SimTime> {
+        let t = self.stall_since[self.ix(p, vl)];
+        (t != SimTime::MAX).then_some(t)
+    }
+
+    /// Number of data VLs.
+    pub fn n_vls(&self) -> u8 {
+        self.nv as u8
+    }
+
+    /// Credit-stall time of port `p`, all VLs.
+    pub fn port_credit_stall(&self, p: u32, now: SimTime) -> Duration {
+        Duration::from_ps((0..self.nv as u8).map(|vl| self.credit_stall(p, vl, now).ps()).sum())
+    }
+
+    /// The congestion tree: `(stalled port, port its downstream head waited for, stall ps)`,
+    /// longest stall first. A port that shows up only on the right is a root of congestion.
+    pub fn congestion_edges(&self) -> Vec<(u32, u32, u64)> {
+        let mut v: Vec<_> = self.stall_edges.iter().map(|(&(a, b), &d)| (a, b, d)).collect();
+        v.sort_by(|x, y| y.2.cmp(&x.2).then((x.0, x.1).cmp(&(y.0, y.1))));
+        v
+    }
+
+    fn stall_begin(&mut self, p: u32, vl: u8, now: SimTime, cause: u32) {
+        let i = self.ix(p, vl);
+        if self.stall_since[i] == SimTime::MAX {
+            self.stall_since[i] = now;
+            self.stall_cause[i] = cause;
+        }
+    }
+
+    /// Ends a stall if one is open; returns whether there was one.
+    fn stall_end(&mut self, p: u32, vl: u8, now: SimTime) -> bool {
+        let i = self.ix(p, vl);
+        let since = self.stall_since[i];
+        if since == SimTime::MAX {
+            return false;
+        }
+        let d = now.ps() - since.ps();
+        self.credit_stall_ps[i] += d;
+        *self.stall_edges.entry((p, self.stall_cause[i])).or_insert(0) += d;
+        self.stall_since[i] = SimTime::MAX;
+        true
+    }
+}
+
+impl Fabric {
+    fn ibs(&mut self) -> &mut IbState {
+        self.ib
+            .as_mut()
+            .expect("InfiniBand path runs only on an InfiniBand fabric")
+    }
+    fn ibr(&self) -> &IbState {
+        self.ib
+            .as_ref()
+            .expect("InfiniBand path runs only on an InfiniBand fabric")
+    }
+
+    /// Makes sure port `x`'s timer fires at `at` or earlier.
+    fn ib_arm_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, at: SimTime) {
+        let ib = self.ibs();
+        if ib.timer_at[x as usize] <= at {
+            return;
+        }
+        ib.timer_at[x as usize] = at;
+        let o = self.timer_origin(x);
+        s.schedule(at, o, Ev::PortTimer(x));
+    }
+
+    /// Port `x`'s timer: drops head packets past their HOQLife, releases deferred credit
+    /// updates, re-arms for the next deadline.
+    pub(super) fn ib_on_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let now = s.now();
+        if self.ibr().timer_at[x as usize] != now {
+            return; // superseded by an earlier arming
+        }
+        self.ibs().timer_at[x as usize] = SimTime::MAX;
+        let nv = self.ibr().nv as u8;
+        for vl in 0..nv {
+            loop {
+                let ib = self.ibr();
+                let i = ib.ix(x, vl);
+                if ib.inq[i].is_empty() || ib.head_deadline[i] > now {
+                    break;
+                }
+                self.ib_drop_head(s, x, vl);
+            }
+            loop {
+                let ib = self.ibr();
+                let o = ib.ix(x, vl);
+                if ib.voq[o].is_empty() || ib.voq_deadline[o] > now {
+                    break;
+                }
+                self.ib_drop_voq_head(s, x, vl);
+            }
+            let ib = self.ibr();
+            let i = ib.ix(x, vl);
+            if ib.fc_state[i] == FcState::Deferred && ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval <= now {
+                let ib = self.ibs();
+                ib.fc_state[i] = FcState::Queued;
+                ib.ctrl[x as usize].push_back(vl);
+                self.kick(s, x);
+            }
+        }
+        let ib = self.ibr();
+        let mut next = SimTime::MAX;
+        for vl in 0..nv {
+            let i = ib.ix(x, vl);
+            if !ib.inq[i].is_empty() {
+                next = next.min(ib.head_deadline[i]);
+            }
+            if !ib.voq[i].is_empty() {
+                next = next.min(ib.voq_deadline[i]);
+            }
+            if ib.fc_state[i] == FcState::Deferred {
+                next = next.min(ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval);
+            }
+        }
+        if next != SimTime::MAX {
+            self.ib_arm_timer(s, x, next);
+        }
+        if self.ibr().voq_port[x as usize] {
+            // A crossbar output waiting for a busy input (finite speed-up) retries.
+            self.ib_switch_try_start(s, x);
+        }
+    }
+
+    /// A packet came out of port `p`'s pipe at the node on the far end.
+    pub(super) fn ib_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let (node, x) = {
+            let port = &self.ports[p as usize];
+            (port.peer_node, port.peer_port)
+        };
+        let pkt = *self.packets.get(id);
+        let b = self.pkt_blocks_on(x, id);
+        let vl = pkt.vl;
+        if self.is_host[node as usize] {
+            self.ib_endpoint_accept(s, x, id);
+            if pkt.kind == PacketKind::Cnp {
+                self.packets.free(id);
+                self.ibs().totals.becn_received += 1;
+                let st = &mut self.flow_state[pkt.flow as usize];
+                st.cc.on_congestion_signal(now);
+                // The flow may have been waiting on its old rate; let the NIC look again.
+                let src = self.flows[pkt.flow as usize].src;
+                self.ib_nic_send(s, src);
+                return;
+            }
+            if pkt.marked && self.ibr().cfg.cc.is_some() {
+                self.ib_queue_cnp(s, pkt.flow, vl);
+            }
+            self.deliver(s, id);
+            return;
+        }
+        // A switch input buffer.
+        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        assert!(
+            ib.free_blocks[i] >= b,
+            "InfiniBand credit violation: {b} blocks arrived at port {x} VL {vl} with {} free (losslessness broken)",
+            ib.free_blocks[i]
+        );
+        ib.free_blocks[i] -= b;
+        ib.abr[i] += b as u64;
+        ib.in_blocks[x as usize] += b as u64;
+        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
+        ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+        ib.occupancy_on_arrival.saturating_record(bytes);
+        let o = ib.ix(out, vl);
+        ib.out_bytes[o] += pkt.wire_bytes as u64;
+        let out_total = ib.out_bytes_total(out);
+        let voq = ib.voq_port[out as usize];
+        let was_empty = ib.inq[i].is_empty();
+        let voq_was_empty = voq && ib.voq[o].is_empty();
+        if voq {
+            ib.voq[o].push_back(id);
+        } else {
+            ib.inq[i].push_back(id);
+        }
+        self.ports[out as usize].stats.queue_bytes.set(now, out_total);
+        let pk = self.packets.get_mut(id);
+        pk.ingress_port = x;
+        pk.next_port = out;
+        if self.link_fc[x as usize] == LinkFc::Pfc {
+            // A NIC's network side: its receive buffer pauses the switch that feeds it.
+            self.credit_pfc_check(s, x, vl);
+        }
+        if voq {
+            if voq_was_empty {
+                self.ib_voq_new_head(s, out, vl);
+            }
+            self.ib_switch_try_start(s, out);
+        } else if was_empty {
+            self.ib_new_head(s, x, vl);
+        }
+    }
+}
+
+impl IbState {
+    /// Bytes waiting for output `p`, all VLs.
+    fn out_bytes_total(&self, p: u32) -> u64 {
+        (0..self.nv as u8).map(|vl| self.out_bytes[self.ix(p, vl)]).sum()
+    }
+
+    /// Load of output `p` for adaptive routing on `vl`: bytes waiting for it plus bytes sent
+    /// on it whose credits have not come back.
+    pub(super) fn adaptive_load(&self, p: u32, vl: u8) -> u64 {
+        let i = self.ix(p, vl);
+        let outstanding = self.rx_init[p as usize].saturating_sub(self.fccl[i] - self.fctbs[i]);
+        self.out_bytes_total(p) + outstanding * self.cfg.credit_unit_bytes as u64
+    }
+}
+
+impl IbState {
+    /// Data packets (not control) waiting in input buffers.
+    pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
+        self.inq
+            .iter()
+            .chain(&self.voq)
+            .flat_map(|q| q.iter())
+            .filter(|&&id| packets.get(id).kind == PacketKind::Data)
+            .count() as u64
+    }
+}

@@ -1,0 +1,277 @@
+//! The InfiniBand switch (and every cut-through credit device): input FIFOs per VL, requests per
+//! output VL, VL arbitration among the VLs whose credits cover the head, HOQLife, IB CC marking,
+//! and congestion-tree attribution.
+
+use super::*;
+
+impl Fabric {
+    /// HOQLife expired for the head of input (`x`, `vl`): drop it.
+    pub(in crate::engine) fn ib_drop_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let now = s.now();
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        let id = ib.inq[i].pop_front().expect("a head to drop");
+        let out = self.packets.get(id).next_port;
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
+        if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
+            ib.requests[o].remove(pos);
+        }
+        if ib.requests[o].is_empty() {
+            ib.stall_end(out, vl, now);
+        }
+        self.ib_hoq_drop(s, out, x, vl, id);
+        self.ib_new_head(s, x, vl);
+    }
+
+    /// Packet `id`, waiting at switch output `out` (from input `x` on `vl`), is dropped by
+    /// HOQLife: counted at `out` and in its flow, its input buffer freed (credits go back).
+    pub(in crate::engine) fn ib_hoq_drop<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        out: u32,
+        x: u32,
+        vl: u8,
+        id: u32,
+    ) {
+        let now = s.now();
+        let pkt = *self.packets.get(id);
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.port_stats[out as usize].hoq_drops += 1;
+        ib.totals.hoq_drops += 1;
+        let b = self.pkt_blocks_on(x, id);
+        self.ib_free_input(now, x, vl, b);
+        let out_total = self.ibr().out_bytes_total(out);
+        let port = &mut self.ports[out as usize];
+        port.stats.drops += 1;
+        port.stats.drop_bytes += pkt.wire_bytes as u64;
+        port.stats.queue_bytes.set(now, out_total);
+        if pkt.kind == PacketKind::Data {
+            self.records[pkt.flow as usize].packets_dropped += 1;
+            self.totals.packets_dropped += 1;
+            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+        }
+        self.packets.free(id);
+        self.ib_credit_update(s, x, vl);
+    }
+
+    /// Returns `b` blocks to the buffer of ingress (`x`, `vl`).
+    pub(in crate::engine) fn ib_free_input(&mut self, now: SimTime, x: u32, vl: u8, b: u32) {
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.free_blocks[i] += b;
+        // Lent pool blocks go back first: the space is not re-advertised to this VL.
+        let back = ib.pool_lent[i].min(b);
+        ib.pool_lent[i] -= back;
+        ib.free_blocks[i] -= back;
+        ib.pool_free[x as usize] += back;
+        ib.in_blocks[x as usize] -= b as u64;
+        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
+        ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+    }
+
+    /// The packet now at the head of input (`x`, `vl`), if any, requests its output.
+    pub(in crate::engine) fn ib_new_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
+        let now = s.now();
+        let ib = self.ibr();
+        let i = ib.ix(x, vl);
+        let Some(&id) = ib.inq[i].front() else { return };
+        let out = self.packets.get(id).next_port;
+        let ib = self.ibs();
+        let o = ib.ix(out, vl);
+        ib.requests[o].push_back(x);
+        let deadline = match ib.hoq_of_out[out as usize] {
+            Some(life) => now + life,
+            None => SimTime::MAX,
+        };
+        ib.head_deadline[i] = deadline;
+        if deadline != SimTime::MAX {
+            self.ib_arm_timer(s, x, deadline);
+        }
+        self.ib_switch_try_start(s, out);
+    }
+
+    /// Switch output port `p` is (maybe) idle: send a flow-control packet or the next data
+    /// packet that VL arbitration and the credits allow.
+    pub(in crate::engine) fn ib_switch_try_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        {
+            let port = &self.ports[p as usize];
+            if port.busy_until > now || port.txdone_pending {
+                return;
+            }
+        }
+        if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
+            let done = self.ib_send_fc(s, p, vl);
+            self.ib_arm_txdone(s, p, done);
+            return;
+        }
+        let fc = self.link_fc[p as usize];
+        if fc == LinkFc::Pfc
+            && let Some(done) = self.roce_send_pending_pfc(s, p)
+        {
+            self.ib_arm_txdone(s, p, done);
+            return;
+        }
+        // Which VLs could send now, and which wait only for credits (or a PAUSE, on a NIC's
+        // network side).
+        let nv = self.ibr().nv as u8;
+        let mut ready = 0u16;
+        let voq = self.ibr().voq_port[p as usize];
+        for vl in 0..nv {
+            let head = if voq {
+                let Some(id) = self.xbar_candidate(s, p, vl) else {
+                    continue;
+                };
+                id
+            } else {
+                let ib = self.ibr();
+                let Some(&x) = ib.requests[ib.ix(p, vl)].front() else {
+                    continue;
+                };
+                *ib.inq[ib.ix(x, vl)].front().expect("a requesting input has a head")
+            };
+            if fc == LinkFc::Pfc {
+                if self.roce_may_send(p, vl, now) {
+                    ready |= 1 << vl;
+                }
+                continue;
+            }
+            let b = self.pkt_blocks_on(p, head) as u64;
+            if b <= self.ibr().avail(p, vl) {
+                ready |= 1 << vl;
+            } else if !self.ibr().stall_open(p, vl) {
+                let cause = self.downstream_cause(p, vl);
+                self.ibs().stall_begin(p, vl, now, cause);
+            }
+        }
+        if ready == 0 {
+            return;
+        }
+        let ib = self.ibs();
+        let is_ready = |vl: u8| ready & (1 << vl) != 0;
+        let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
+        let Some(vl) = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready) else {
+            return;
+        };
+        let o = ib.ix(p, vl);
+        let (x, id) = if voq {
+            let k = self.ibr().xbar_pick[vl as usize];
+            let id = self.ibr().voq[o][k];
+            let x = self.packets.get(id).ingress_port;
+            self.xbar_granted(p, vl, x, now);
+            self.ibs().voq[o].remove(k).expect("ready VL has a packet");
+            if k == 0 {
+                self.ib_voq_new_head(s, p, vl);
+            }
+            if let Some(pct) = self.cfg.crossbar.speedup_percent {
+                let rate = sim_core::BitsPerSec(self.ports[x as usize].rate.get() * pct as u64 / 100);
+                let wire = self.packets.get(id).wire_bytes as u64;
+                self.ibs().xbar_free_at[x as usize] = now + serialization_time(Bytes(wire), rate);
+            }
+            (x, id)
+        } else {
+            let x = ib.requests[o].pop_front().expect("ready VL has a requester");
+            let i = ib.ix(x, vl);
+            (x, ib.inq[i].pop_front().expect("requester has a head"))
+        };
+        let pkt = *self.packets.get(id);
+        let b = self.pkt_blocks_on(p, id);
+        let b_in = self.pkt_blocks_on(x, id);
+        let ib = self.ibs();
+        ib.arb[p as usize].charge(b, low_waiting);
+        if fc == LinkFc::Credit {
+            ib.fctbs[o] += b as u64;
+        }
+        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        // A victim of congestion further down: it had to wait for credits for this packet,
+        // or what is left would not cover another full packet.
+        let was_victim = ib.stall_end(p, vl, now) || ib.avail(p, vl) < b as u64;
+        let mut fecn = false;
+        if let Some(cc) = &ib.cfg.cc
+            && pkt.kind == PacketKind::Data
+            && b >= cc.switch.packet_size_blocks as u32
+            && (!was_victim || cc.switch.victim_mask)
+            && let Some(th) = cc
+                .switch
+                .threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * ib.cfg.credit_unit_bytes as u64)
+            && ib.out_bytes[o] >= th
+        {
+            let rate = cc.switch.marking_rate;
+            if ib.mark[o].eligible(rate) {
+                fecn = true;
+                ib.port_stats[p as usize].fecn_marked += 1;
+                ib.totals.fecn_marked += 1;
+            }
+        }
+        ib.tx_release[p as usize] = Some((x, vl, b_in));
+        let out_total = ib.out_bytes_total(p);
+        self.ports[p as usize].stats.queue_bytes.set(now, out_total);
+        if fecn {
+            self.packets.get_mut(id).marked = true;
+        }
+        let done = self.transmit(s, p, id, pkt.tail_at);
+        self.ib_arm_txdone(s, p, done);
+        // The input's next packet competes now.
+        if !voq {
+            self.ib_new_head(s, x, vl);
+        }
+    }
+
+    pub(in crate::engine) fn ib_arm_txdone<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        p: u32,
+        done: SimTime,
+    ) {
+        let port = &mut self.ports[p as usize];
+        port.txdone_pending = true;
+        s.schedule(done, Origin(p), Ev::TxDone(p));
+    }
+
+    /// A switch port finished sending: free the input buffer the packet came from (its
+    /// credits go back upstream) and go on.
+    pub(in crate::engine) fn ib_on_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        self.ports[p as usize].txdone_pending = false;
+        if let Some((x, vl, b)) = self.ibs().tx_release[p as usize].take() {
+            self.ib_free_input(now, x, vl, b);
+            self.ib_credit_update(s, x, vl);
+        }
+        self.ib_switch_try_start(s, p);
+    }
+
+    /// For the congestion tree: the output port the head of the downstream input buffer of
+    /// (`p`, `vl`) waits for (`u32::MAX` if none or if the far end is an HCA).
+    pub(in crate::engine) fn downstream_cause(&self, p: u32, vl: u8) -> u32 {
+        let ib = self.ibr();
+        let port = &self.ports[p as usize];
+        if self.is_host[port.peer_node as usize] {
+            return u32::MAX;
+        }
+        let x = port.peer_port;
+        if ib.voq_port[x as usize] {
+            // Virtual output queues: the output holding most of this input's packets (the
+            // first XBAR_SCAN_MAX of each queue looked at), by port order on ties.
+            let node = port.peer_node as usize;
+            let mut best = (0usize, u32::MAX);
+            for out in self.port_base[node]..self.port_base[node + 1] {
+                let held = ib.voq[ib.ix(out, vl)]
+                    .iter()
+                    .take(XBAR_SCAN_MAX)
+                    .filter(|&&id| self.packets.get(id).ingress_port == x)
+                    .count();
+                if held > best.0 {
+                    best = (held, out);
+                }
+            }
+            return best.1;
+        }
+        match ib.inq[ib.ix(x, vl)].front() {
+            Some(&id) => self.packets.get(id).next_port,
+            None => u32::MAX,
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Run-time PFC deadlock detection: a cycle of paused (egress port, priority) pairs, each one's
+//! peer holding packets from it in the next member's paused queue.
+
+use super::*;
+
+/// A cyclic pause dependency found at run time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deadlock {
+    /// The cycle: (egress port, priority), each paused by its peer, whose peer holds packets
+    /// from it in the next member's queue.
+    pub cycle: Vec<(u32, u8)>,
+    /// When the last member of the cycle became paused (the cycle closed).
+    pub formed_at: SimTime,
+    /// When it was detected (at a PAUSE refresh).
+    pub detected_at: SimTime,
+}
+
+impl Fabric {
+    /// Searches for a cycle of paused (egress port, priority) pairs reachable from the port
+    /// that port `x` (refreshing a PAUSE) holds paused.
+    pub(in crate::engine) fn roce_check_deadlock(&mut self, now: SimTime, x: u32) {
+        if let Some(d) = self.roce_find_cycle(now, x) {
+            self.rs().deadlock = Some(d);
+        }
+    }
+
+    pub(in crate::engine) fn roce_find_cycle(&self, now: SimTime, x: u32) -> Option<Deadlock> {
+        let start = self.ports[x as usize].peer_port;
+        let r = self.rr();
+        let window = r.window.ps();
+        // Paused long enough to count (a transient pause is not a deadlock).
+        let held = |p: u32, prio: u8| {
+            let i = RoceState::ix(p, prio);
+            r.paused_by[i] != u32::MAX
+                && !r.pfc_rx[p as usize].may_send(prio, now)
+                && r.paused_since[i].ps() + window <= now.ps()
+        };
+        // Successors of (e, prio): egress ports of e's peer node, paused on prio, holding
+        // packets of prio that came in over e's link.
+        let succ = |e: u32, prio: u8| -> Vec<u32> {
+            let peer = &self.ports[e as usize];
+            let node = peer.peer_node as usize;
+            if self.device[node] != Device::RoceSwitch {
+                return Vec::new();
+            }
+            let ingress = peer.peer_port;
+            (self.port_base[node]..self.port_base[node + 1])
+                .filter(|&f| {
+                    held(f, prio)
+                        && r.q[RoceState::ix(f, prio)]
+                            .ids
+                            .iter()
+                            .any(|&id| self.packets.get(id).ingress_port == ingress)
+                })
+                .collect()
+        };
+        for prio in 0..NP as u8 {
+            if !held(start, prio) {
+                continue;
+            }
+            // Depth-first search with the current path; a back edge to the path is a cycle.
+            let mut on_path = vec![false; self.ports.len()];
+            let mut done = vec![false; self.ports.len()];
+            let mut path: Vec<(u32, Vec<u32>)> = vec![(start, succ(start, prio))];
+            on_path[start as usize] = true;
+            while let Some((node_port, next)) = path.last_mut() {
+                let Some(f) = next.pop() else {
+                    let p = *node_port;
+                    on_path[p as usize] = false;
+                    done[p as usize] = true;
+                    path.pop();
+                    continue;
+                };
+                if on_path[f as usize] {
+                    let from = path.iter().position(|(p, _)| *p == f).expect("on the path");
+                    let cycle: Vec<(u32, u8)> = path[from..].iter().map(|(p, _)| (*p, prio)).collect();
+                    let formed_at = cycle
+                        .iter()
+                        .map(|&(p, pr)| r.paused_since[RoceState::ix(p, pr)])
+                        .max()
+                        .unwrap_or(now);
+                    return Some(Deadlock {
+                        cycle,
+                        formed_at,
+                        detected_at: now,
+                    });
+                }
+                if !done[f as usize] {
+                    on_path[f as usize] = true;
+                    let n = succ(f, prio);
+                    path.push((f, n));
+                }
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,74 @@
+//! The RoCEv2 endpoint's NIC: which packet its port sends next (control packets first, then
+//! the flows round-robin as congestion control, PFC, credits and the go-back-N window allow).
+
+use super::*;
+
+impl Fabric {
+    /// Host `h`'s NIC (port `p`): the next control packet, else the next data packet of a
+    /// flow that congestion control and PFC allow (round-robin). Arms the NIC's wake-up when
+    /// a flow waits only for its pacing time.
+    pub(in crate::engine) fn roce_nic_pick<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        h: u32,
+        p: u32,
+    ) -> Option<u32> {
+        let now = s.now();
+        if let Some(&id) = self.rr().ctrl_q[h as usize].front() {
+            let pk = self.packets.get(id);
+            if self.roce_link_ready(p, pk.vl, pk.payload_bytes, pk.wire_bytes, now) {
+                self.rs().ctrl_q[h as usize].pop_front();
+                return Some(id);
+            }
+        }
+        let n_active = self.nics[h as usize].active.len();
+        let mut earliest = SimTime::MAX;
+        let credit_link = self.link_fc[p as usize] == LinkFc::Credit;
+        let (mtu, header) = (self.cfg.mtu_bytes as u64, self.cfg.header_bytes);
+        for _ in 0..n_active {
+            let f = self.nics[h as usize].active.pop_front()?;
+            let st = &self.flow_state[f as usize];
+            let prio = self.flows[f as usize].class;
+            if credit_link {
+                // Credits short for the flow's next packet: the send queue waits for the
+                // flow-control packet that brings them, its order kept (as an HCA's VL queue).
+                let payload = st.unsent_bytes.min(mtu) as u32;
+                if st.next_send_at <= now && !self.ib_credits_cover(p, prio, payload, payload + header) {
+                    self.nics[h as usize].active.push_front(f);
+                    break;
+                }
+            }
+            let paused = !self.roce_link_ready(p, prio, 0, 0, now) && !credit_link;
+            // Go-back-N window full: wait for an ACK (which kicks the NIC).
+            let sent_pos = self.flows[f as usize].size.get() - st.unsent_bytes;
+            let window_full = sent_pos - self.rr().snd_acked[f as usize] >= self.rr().gbn_window[f as usize];
+            if paused || window_full || st.next_send_at > now {
+                if !paused && !window_full {
+                    earliest = earliest.min(st.next_send_at);
+                }
+                self.nics[h as usize].active.push_back(f);
+                continue;
+            }
+            return Some(self.roce_cut(s, h, f));
+        }
+        if earliest != SimTime::MAX {
+            self.nic_wake_at(s, h, earliest);
+        }
+        None
+    }
+
+    /// A flow starts: register it with its NIC.
+    pub(in crate::engine) fn roce_flow_started<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+        let src = self.flows[f as usize].src;
+        self.rs().flow_active[f as usize] = true;
+        self.nics[src as usize].active.push_back(f);
+        let p = self.nics[src as usize].port;
+        self.roce_kick(s, p);
+    }
+
+    /// NIC wake-up of host `h` (pacing).
+    pub(in crate::engine) fn roce_nic_wake<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
+        let p = self.nics[h as usize].port;
+        self.roce_kick(s, p);
+    }
+}

@@ -1,0 +1,685 @@
+//! RoCEv2 mechanics in the engine: shared-buffer switches with 8 priorities, PFC frames on
+//! the reverse link, strict priority + DWRR egress scheduling, ECN marking, CNP/ACK/NACK
+//! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY) with one
+//! timer event per flow, go-back-N for lossy priorities, the pause tree and run-time
+//! deadlock detection. The models themselves are pure state machines in `models/`
+//! (`buffer.rs` `SharedBuffer`, `pfc.rs`, `marking.rs`, `cc/`); this file wires them.
+//!
+//! ## A packet through a switch
+//! A packet arrives (store-and-forward, after the port-to-port latency), is routed, and is
+//! offered to the switch's MMU with its ingress port and priority (`Packet::vl`, the flow's
+//! `class`). Dropped: counted by cause. Accepted: it joins the egress queue of its priority;
+//! when the admission crossed XOFF of (ingress, priority), the ingress port's `PfcSender`
+//! emits a PAUSE which waits on that port's transmitter *ahead of any data* (a MAC control
+//! frame) and crosses the link with its delay. The packet leaves the MMU when it starts on
+//! the egress wire; if that brings (ingress, priority) to XON, a RESUME follows the same way.
+//!
+//! ## Egress scheduling
+//! A port sends, in order: a pending PFC frame; then (switch) the highest priority of
+//! `strict_mask` with a packet that PFC allows, else DWRR over the other priorities (quantum
+//! `dwrr_quantum_bytes` each); (host NIC) control packets (CNP, ACK, NACK), then data
+//! round-robin over the flows whose congestion control and PFC allow them. A priority paused
+//! by the peer never starts a frame (asserted); a frame already started completes.
+//!
+//! ## PFC receiver
+//! A PFC frame arriving at a node stops the priorities it names on the node's port that sends
+//! over that link (`PfcReceiver`), for the quanta it carries; RESUME (quanta 0) or the timer's
+//! expiry (a port timer) lets them go again. The pause tree records, per (paused port, pausing
+//! port, priority), the time spent paused.
+//!
+//! ## Deadlock
+//! At every PAUSE refresh the engine looks for a cycle of paused (egress port, priority) pairs
+//! where each one's peer holds, in a paused egress queue, packets that came in from it (a
+//! cyclic buffer dependency with every member paused for at least one refresh period). Found:
+//! the cycle and the time it closed are recorded and the run ends ([`RoceState::deadlock`]).
+
+use super::{Device, Ev, Fabric, LinkFc, Packet, PacketKind};
+use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
+use crate::models::cc::{DcqcnParams, TimelyParams};
+use crate::models::marking::{Marking, RedEcn, RedParams};
+use crate::models::pfc::{self, N_PRIORITIES, PfcEdge, PfcFrame, PfcReceiver, PfcSender, PfcWatchdog};
+use crate::models::{AnyCc, CongestionControl, Dcqcn, Timely};
+use crate::roce::frame::{PAUSE_WIRE_BYTES, RoceFrame};
+use sim_core::{BitsPerSec, Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, serialization_time};
+use std::collections::{BTreeMap, VecDeque};
+
+mod config;
+mod deadlock;
+mod host;
+mod pfc_link;
+mod qp;
+mod switch;
+
+pub use config::*;
+pub use deadlock::Deadlock;
+use switch::PrioQueue;
+
+const NP: usize = N_PRIORITIES;
+
+/// Counters of one port of a RoCEv2 fabric, per priority where it applies.
+#[derive(Clone, Debug, Default)]
+pub struct RocePortStats {
+    /// PAUSE frames (incl. refreshes) and RESUME frames this port sent (it is the ingress of
+    /// the congested node).
+    pub pause_tx: [u64; NP],
+    pub resume_tx: [u64; NP],
+    /// PFC frames this port received (it is paused or resumed).
+    pub pfc_rx: [u64; NP],
+    /// Data packets marked CE when leaving / joining this port's queue.
+    pub ecn_marked: [u64; NP],
+    /// Drops at this egress port by cause: lossless headroom full, lossy threshold, pool full.
+    pub drops_headroom: u64,
+    pub drops_lossy_threshold: u64,
+    pub drops_buffer_full: u64,
+    /// Largest headroom use of this ingress port (any lossless priority), bytes.
+    pub headroom_max_bytes: u64,
+    /// Largest egress bytes of (this port, priority) seen.
+    pub queue_max_bytes: [u64; NP],
+    /// CNPs this port sent (a receiver NIC) and received (a sender NIC's port).
+    pub cnps_tx: u64,
+    pub cnps_rx: u64,
+    /// PFC watchdog: storms declared on this egress port, packets it dropped in storms.
+    pub watchdog_storms: u64,
+    pub drops_watchdog: u64,
+}
+
+/// Whole-fabric RoCEv2 counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoceTotals {
+    pub pause_frames: u64,
+    pub resume_frames: u64,
+    pub ecn_marked: u64,
+    pub cnps_sent: u64,
+    pub cnps_received: u64,
+    pub acks_sent: u64,
+    pub nacks_sent: u64,
+    /// Data packets sent again by go-back-N.
+    pub retransmitted: u64,
+    /// Go-back-N timeouts that fired.
+    pub timeouts: u64,
+    /// Data packets the receiver discarded (out of order or duplicate, go-back-N).
+    pub receiver_discards: u64,
+    /// Control packets (CNP/ACK/NACK) dropped on a lossy priority.
+    pub control_drops: u64,
+    pub drops_headroom: u64,
+    pub drops_lossy_threshold: u64,
+    pub drops_buffer_full: u64,
+    /// PFC watchdog storms declared and data/control packets dropped by them.
+    pub watchdog_storms: u64,
+    pub drops_watchdog: u64,
+}
+
+/// The RoCEv2 state of a fabric; per-priority arrays are indexed by `port * 8 + prio`.
+pub struct RoceState {
+    pub cfg: RoceConfig,
+    /// MMU of each switch (by node; `None` for hosts).
+    mmu: Vec<Option<SharedBuffer>>,
+    // Per port and priority.
+    q: Vec<PrioQueue>,
+    paused_since: Vec<SimTime>,
+    // Per port.
+    rr: Vec<u8>,
+    /// Bit `prio` set: the queue of (port, prio) holds a packet.
+    nonempty: Vec<u8>,
+    pfc_tx: Vec<PfcSender>,
+    pfc_rx: Vec<PfcReceiver>,
+    /// Encoded PFC frame waiting for the port's transmitter (0 = none).
+    pfc_pending: Vec<u64>,
+    timer_at: Vec<SimTime>,
+    pub port_stats: Vec<RocePortStats>,
+    // Per host: control packets (CNP, ACK, NACK) waiting for the NIC.
+    ctrl_q: Vec<VecDeque<u32>>,
+    // Per flow.
+    last_cnp: Vec<SimTime>,
+    flow_timer_at: Vec<SimTime>,
+    last_tx: Vec<(SimTime, u32)>,
+    flow_active: Vec<bool>,
+    snd_acked: Vec<u64>,
+    rcv_expected: Vec<u64>,
+    nack_sent: Vec<bool>,
+    rto_at: Vec<SimTime>,
+    ecn: Option<RedEcn>,
+    /// Refresh period used by deadlock detection (the shortest of the ports').
+    window: Duration,
+    pub totals: RoceTotals,
+    /// Paused time per (paused port, pausing port, priority), closed intervals.
+    pause_edges: BTreeMap<(u32, u32, u8), u64>,
+    /// Who paused (port, prio) now (the pausing port), `u32::MAX` when not paused.
+    paused_by: Vec<u32>,
+    pub deadlock: Option<Deadlock>,
+    /// Wire bytes of a CNP and of an ACK/NACK.
+    ctrl_wire: (u32, u32),
+    /// Highest byte offset each flow has sent (below it, a send is a retransmission).
+    sent_high: Vec<u64>,
+    /// Offset of the flow's last go-back (`u64::MAX`: none yet).
+    rewound_to: Vec<u64>,
+    /// PFC edges found by MMU operations, applied once the operation is over.
+    pending_edges: Vec<(u32, u8, PfcEdge)>,
+    /// Every switch's headroom covers its bound: a lossless drop is a bug (panics).
+    lossless_asserted: bool,
+    /// Go-back-N send window per flow, bytes (`u64::MAX`: none).
+    gbn_window: Vec<u64>,
+    /// Rate samples `(flow, time, rate b/s)` in time order (`roce_rates.csv`).
+    pub rate_samples: Vec<(u32, SimTime, u64)>,
+    /// Sampling stopped at `rate_sample_max_rows`.
+    pub rate_samples_truncated: bool,
+    /// PFC watchdog per port (empty when off).
+    watchdog: Vec<PfcWatchdog>,
+    /// Per flow: it runs a RoCEv2 queue pair (its path crosses a PFC link). The others are
+    /// GPU load/store traffic inside a server: line rate, no ACK, CNP or go-back-N.
+    qp: Vec<bool>,
+    /// (port, priority) in a watchdog storm.
+    storm: Vec<bool>,
+}
+
+impl RoceState {
+    #[inline]
+    fn ix(port: u32, prio: u8) -> usize {
+        port as usize * NP + prio as usize
+    }
+
+    /// Port `p`'s timer is armed for `now`.
+    pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
+        self.timer_at[p as usize] == now
+    }
+
+    /// Bytes queued at (port, prio).
+    pub fn queue_bytes(&self, port: u32, prio: u8) -> u64 {
+        self.q[Self::ix(port, prio)].bytes
+    }
+    /// PFC frames received by `port` for `prio`, and the time it has been paused up to `now`.
+    pub fn paused(&self, port: u32, prio: u8, now: SimTime) -> (u64, Duration) {
+        let r = &self.pfc_rx[port as usize];
+        (r.frames_received(prio), r.paused_time(prio, now))
+    }
+    /// Paused time of `port`, all priorities, up to `now`.
+    pub fn port_paused_time(&self, port: u32, now: SimTime) -> Duration {
+        Duration((0..NP as u8).map(|p| self.paused(port, p, now).1.ps()).sum())
+    }
+    /// The switch MMU of `node` (`None` for hosts).
+    pub fn mmu(&self, node: u32) -> Option<&SharedBuffer> {
+        self.mmu[node as usize].as_ref()
+    }
+
+    /// The pause tree up to `now`: `(paused port, pausing port, priority, paused ps)`,
+    /// longest first. The pausing port belongs to the congested node (it is that node's
+    /// ingress from the paused port); a pausing port that is never paused itself is a root.
+    pub fn pause_edges(&self, now: SimTime) -> Vec<(u32, u32, u8, u64)> {
+        let mut m = self.pause_edges.clone();
+        for (i, &by) in self.paused_by.iter().enumerate() {
+            if by != u32::MAX {
+                let (port, prio) = ((i / NP) as u32, (i % NP) as u8);
+                let until = self.pfc_rx[port as usize].paused_until(prio).min(now);
+                let d = until.ps().saturating_sub(self.paused_since[i].ps());
+                *m.entry((port, by, prio)).or_insert(0) += d;
+            }
+        }
+        let mut v: Vec<_> = m.into_iter().map(|((a, b, p), d)| (a, b, p, d)).collect();
+        v.sort_by(|x, y| y.3.cmp(&x.3).then((x.0, x.1, x.2).cmp(&(y.0, y.1, y.2))));
+        v
+    }
+
+    /// Closes the pause interval of (port, prio) at `end`.
+    fn close_pause(&mut self, port: u32, prio: u8, end: SimTime) {
+        let i = Self::ix(port, prio);
+        if self.paused_by[i] == u32::MAX {
+            return;
+        }
+        let d = end.ps().saturating_sub(self.paused_since[i].ps());
+        *self.pause_edges.entry((port, self.paused_by[i], prio)).or_insert(0) += d;
+        self.paused_by[i] = u32::MAX;
+        self.paused_since[i] = SimTime::MAX;
+        if let Some(wd) = self.watchdog.get_mut(port as usize) {
+            wd.on_pause_state(end, prio, false);
+            self.storm[i] = false;
+        }
+    }
+
+    /// Data packets waiting in egress queues.
+    pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
+        self.q
+            .iter()
+            .flat_map(|q| q.ids.iter())
+            .filter(|&&id| packets.get(id).kind == PacketKind::Data)
+            .count() as u64
+    }
+}
+
+impl Fabric {
+    fn rs(&mut self) -> &mut RoceState {
+        self.roce.as_mut().expect("RoCE path runs only on a RoCEv2 fabric")
+    }
+    fn rr(&self) -> &RoceState {
+        self.roce.as_ref().expect("RoCE path runs only on a RoCEv2 fabric")
+    }
+
+    /// Builds the RoCE state and the per-flow congestion controllers.
+    pub(super) fn roce_init(&mut self) -> Result<(), super::EngineError> {
+        let cfg = self.cfg.roce.clone().expect("RoCE configuration");
+        let max_wire = self.cfg.mtu_bytes + self.cfg.header_bytes;
+        cfg.validate(max_wire).map_err(super::EngineError::BadConfig)?;
+        for (i, f) in self.flows.iter().enumerate() {
+            let prio = f.class;
+            if prio as usize >= NP || cfg.active_mask() & (1 << prio) == 0 {
+                return Err(super::EngineError::BadConfig(format!(
+                    "flow {i} has class {prio}, which is neither a lossless nor a lossy priority of the RoCE fabric"
+                )));
+            }
+        }
+        let n_ports = self.ports.len();
+        let n_nodes = self.port_base.len() - 1;
+        let mut mmu = Vec::with_capacity(n_nodes);
+        let mut lossless_asserted = true;
+        for n in 0..n_nodes {
+            if self.device[n] != Device::RoceSwitch {
+                mmu.push(None);
+                continue;
+            }
+            let (a, b) = (self.port_base[n] as usize, self.port_base[n + 1] as usize);
+            if a == b {
+                mmu.push(None);
+                continue;
+            }
+            let bound = (a..b)
+                .map(|p| {
+                    let port = &self.ports[p];
+                    headroom_bound_bytes(port.rate, port.delay, self.cfg.switch_latency, max_wire)
+                })
+                .max()
+                .unwrap_or(0);
+            let headroom = if cfg.lossless_mask == 0 {
+                0
+            } else {
+                cfg.headroom_bytes.unwrap_or(bound)
+            };
+            lossless_asserted &= headroom >= bound;
+            let total = cfg
+                .buffer_bytes
+                .unwrap_or(DEFAULT_BUFFER_PER_PORT_BYTES * (b - a) as u64);
+            let sb = SharedBufferConfig {
+                total_bytes: total,
+                reserve_bytes: cfg.reserve_bytes,
+                headroom_bytes: headroom,
+                resume_offset_bytes: cfg.resume_offset_bytes,
+                lossless_mask: cfg.lossless_mask,
+                lossy_mask: cfg.lossy_mask,
+                port_alpha_shift: vec![cfg.alpha_shift; b - a],
+            };
+            sb.check()
+                .map_err(|e| super::EngineError::BadConfig(format!("switch node {n}: {e}")))?;
+            mmu.push(Some(SharedBuffer::new(sb)));
+        }
+        let pfc_tx = self
+            .ports
+            .iter()
+            .map(|p| match cfg.pfc_refresh {
+                Some(r) => PfcSender::new(cfg.pause_quanta, r),
+                None => PfcSender::new(
+                    cfg.pause_quanta,
+                    Duration((pfc::pause_duration(cfg.pause_quanta, p.rate).ps() / 2).max(1)),
+                ),
+            })
+            .collect();
+        let window = self
+            .ports
+            .iter()
+            .map(|p| match cfg.pfc_refresh {
+                Some(r) => r,
+                None => Duration(pfc::pause_duration(cfg.pause_quanta, p.rate).ps() / 2),
+            })
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let pfc_rx = self.ports.iter().map(|p| PfcReceiver::new(p.rate)).collect();
+        let ecn = cfg.ecn.map(|r| {
+            RedEcn::new(
+                r,
+                sim_core::RngStreams::new(self.cfg.seed).stream(sim_core::rng::stream::ECN_MARKING),
+            )
+        });
+        // Which flows run a queue pair, and at what line rate: the first PFC port on the path
+        // (the host's own port on a RoCEv2 network, the NIC's network port in a cluster).
+        let qp_line: Vec<Option<BitsPerSec>> = (0..self.flows.len() as u32)
+            .map(|f| {
+                self.flow_path(f)
+                    .into_iter()
+                    .find(|&p| self.link_fc[p as usize] == LinkFc::Pfc)
+                    .map(|p| self.ports[p as usize].rate)
+            })
+            .collect();
+        // Per-flow congestion control at the queue pair's line rate.
+        for (i, line) in qp_line.iter().enumerate() {
+            let Some(line) = *line else { continue };
+            let cc = match &cfg.cc {
+                RoceCc::None => continue,
+                RoceCc::Dcqcn(p) => {
+                    let mut p = *p;
+                    p.line_rate = line;
+                    p.min_rate = p.min_rate.min(line);
+                    AnyCc::Dcqcn(Dcqcn::new(p))
+                }
+                RoceCc::Timely(p) => {
+                    let mut p = *p;
+                    let old = p.line_rate.0.max(1) as u128;
+                    p.delta = BitsPerSec((p.delta.0 as u128 * line.0 as u128 / old).max(1) as u64);
+                    p.line_rate = line;
+                    p.min_rate = p.min_rate.min(line);
+                    AnyCc::Timely(Timely::new(p))
+                }
+            };
+            self.flow_state[i].cc = cc;
+        }
+        let n_flows = self.flows.len();
+        let frame = cfg.frame;
+        let gbn_window = (0..n_flows as u32)
+            .map(
+                |f| match (cfg.go_back_n.filter(|_| qp_line[f as usize].is_some()), cfg.gbn_window) {
+                    (None, _) | (_, GbnWindow::Unlimited) => u64::MAX,
+                    (Some(_), GbnWindow::Bytes(b)) => b.max(self.cfg.mtu_bytes as u64),
+                    (Some(_), GbnWindow::Bdp) => {
+                        let line = qp_line[f as usize].expect("a queue pair");
+                        self.bdp_window_bytes(f, line, frame.ack_wire_bytes())
+                    }
+                },
+            )
+            .collect();
+        let (watchdog, storm) = match cfg.pfc_watchdog {
+            Some(w) => (vec![PfcWatchdog::new(w); n_ports], vec![false; n_ports * NP]),
+            None => (Vec::new(), Vec::new()),
+        };
+        self.roce = Some(Box::new(RoceState {
+            mmu,
+            q: vec![PrioQueue::default(); n_ports * NP],
+            paused_since: vec![SimTime::MAX; n_ports * NP],
+            paused_by: vec![u32::MAX; n_ports * NP],
+            rr: vec![0; n_ports],
+            nonempty: vec![0; n_ports],
+            pfc_tx,
+            pfc_rx,
+            pfc_pending: vec![0; n_ports],
+            timer_at: vec![SimTime::MAX; n_ports],
+            port_stats: vec![RocePortStats::default(); n_ports],
+            ctrl_q: vec![VecDeque::new(); self.nics.len()],
+            last_cnp: vec![SimTime::MAX; n_flows],
+            flow_timer_at: vec![SimTime::MAX; n_flows],
+            last_tx: vec![(SimTime::ZERO, 0); n_flows],
+            flow_active: vec![false; n_flows],
+            snd_acked: vec![0; n_flows],
+            rcv_expected: vec![0; n_flows],
+            nack_sent: vec![false; n_flows],
+            rto_at: vec![SimTime::MAX; n_flows],
+            ecn,
+            window,
+            totals: RoceTotals::default(),
+            pause_edges: BTreeMap::new(),
+            deadlock: None,
+            ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
+            sent_high: vec![0; n_flows],
+            rewound_to: vec![u64::MAX; n_flows],
+            pending_edges: Vec::new(),
+            lossless_asserted,
+            gbn_window,
+            rate_samples: Vec::new(),
+            rate_samples_truncated: false,
+            watchdog,
+            storm,
+            qp: qp_line.iter().map(|l| l.is_some()).collect(),
+            cfg,
+        }));
+        Ok(())
+    }
+
+    /// Port `p` may have something to send: start it now, or make sure `TxDone` comes.
+    pub(super) fn roce_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        if !matches!(self.ports[p as usize].device, Device::RoceHost | Device::RoceSwitch) {
+            // A credit device's port on a PFC link (a NIC's network side).
+            return self.kick(s, p);
+        }
+        let now = s.now();
+        let port = &self.ports[p as usize];
+        if port.txdone_pending {
+            return;
+        }
+        if port.busy_until > now {
+            let at = port.busy_until;
+            self.roce_wake_at(s, p, at);
+            return;
+        }
+        self.roce_try_start(s, p);
+    }
+
+    /// Makes port `p` look again at `at`, when it is free: its `TxDone`; for a GPU on a credit
+    /// link (inside a server of a RoCEv2 cluster) its NIC wake-up, as for the endpoints of the
+    /// credit path, so that the same-instant order of its sends is theirs (a credit update
+    /// arriving at `at` goes out before the next data packet).
+    #[inline(always)]
+    fn roce_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, at: SimTime) {
+        let node = self.ports[p as usize].node;
+        if self.link_fc[p as usize] == LinkFc::Credit && self.device[node as usize] == Device::RoceHost {
+            let h = self.host_of_node[node as usize];
+            return self.nic_wake_at(s, h, at);
+        }
+        self.ports[p as usize].txdone_pending = true;
+        s.schedule(at, Origin(p), Ev::TxDone(p));
+    }
+
+    /// `TxDone` on a RoCE port.
+    pub(super) fn roce_on_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        self.ports[p as usize].txdone_pending = false;
+        self.roce_try_start(s, p);
+    }
+
+    /// Puts packet `id` on port `p` now and arms `TxDone` for its end, unless `p` is a switch
+    /// port with nothing left to send (an arrival or a PFC edge kicks it, and the kick arms
+    /// `TxDone` for the same instant: one event fewer per hop, the same order, as `TxDone(p)`
+    /// is the only event of its origin).
+    fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let done = self.transmit(s, p, id, SimTime::ZERO);
+        if self.ports[p as usize].device == Device::RoceSwitch && self.link_fc[p as usize] != LinkFc::Credit {
+            let r = self.rr();
+            if r.nonempty[p as usize] == 0 && r.pfc_pending[p as usize] == 0 {
+                return;
+            }
+        }
+        self.roce_wake_at(s, p, done);
+    }
+
+    /// Port `p`'s link lets a packet of `payload`/`wire` bytes on priority (= lane) `prio` go
+    /// now: no PAUSE from the peer on a PFC link, enough credits on a credit link (a GPU's
+    /// NVLink or PCIe port inside a server of a RoCEv2 cluster).
+    #[inline(always)]
+    fn roce_link_ready(&self, p: u32, prio: u8, payload: u32, wire: u32, now: SimTime) -> bool {
+        match self.link_fc[p as usize] {
+            LinkFc::Pfc => self.roce_may_send(p, prio, now),
+            LinkFc::Credit => self.ib_credits_cover(p, prio, payload, wire),
+            LinkFc::None => true,
+        }
+    }
+
+    /// Port `p` is idle: send a PFC frame, or the next packet its scheduler picks.
+    fn roce_try_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let now = s.now();
+        {
+            let port = &self.ports[p as usize];
+            if port.busy_until > now || port.txdone_pending {
+                return;
+            }
+        }
+        if let Some(done) = self.roce_send_pending_pfc(s, p) {
+            self.roce_wake_at(s, p, done);
+            return;
+        }
+        if self.link_fc[p as usize] == LinkFc::Credit
+            && let Some(done) = self.ib_send_queued_fc(s, p)
+        {
+            // A credit update of a GPU's port (inside a server of a RoCEv2 cluster).
+            self.roce_wake_at(s, p, done);
+            return;
+        }
+        let node = self.ports[p as usize].node;
+        let id = if self.is_host[node as usize] {
+            let h = self.host_of_node[node as usize];
+            self.roce_nic_pick(s, h, p)
+        } else {
+            self.roce_switch_pick(now, p)
+        };
+        if let Some(id) = id {
+            let prio = self.packets.get(id).vl;
+            match self.link_fc[p as usize] {
+                LinkFc::Pfc => assert!(
+                    self.roce_may_send(p, prio, now),
+                    "port {p} started a frame of priority {prio} while paused"
+                ),
+                LinkFc::Credit => self.ib_charge_credits(p, id),
+                LinkFc::None => {}
+            }
+            self.roce_transmit(s, p, id);
+            self.roce_flush_edges(s);
+        }
+    }
+
+    /// A packet came out of port `p`'s pipe at the node on the far end.
+    pub(super) fn roce_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let (node, x) = {
+            let port = &self.ports[p as usize];
+            (port.peer_node, port.peer_port)
+        };
+        let pkt = *self.packets.get(id);
+        if self.is_host[node as usize] {
+            if self.link_fc[x as usize] == LinkFc::Credit {
+                // A GPU inside a server: its port takes the packet and returns the credits.
+                self.ib_endpoint_accept(s, x, id);
+            }
+            match pkt.kind {
+                PacketKind::Data => self.roce_receive(s, id),
+                PacketKind::Cnp => {
+                    self.packets.free(id);
+                    self.rs().totals.cnps_received += 1;
+                    self.rs().port_stats[x as usize].cnps_rx += 1;
+                    let f = pkt.flow;
+                    self.flow_state[f as usize].cc.on_cnp(now);
+                    self.roce_rearm_flow(s, f);
+                }
+                PacketKind::Ack => {
+                    self.packets.free(id);
+                    self.roce_on_ack(s, pkt.flow, pkt.aux, now.since(pkt.sent_at));
+                }
+                PacketKind::Nack => {
+                    self.packets.free(id);
+                    let f = pkt.flow;
+                    self.roce_on_ack(s, f, pkt.aux, now.since(pkt.sent_at));
+                    // A NACK for an offset already resent since the last go-back is stale
+                    // (it was triggered by packets sent before the go-back): ignore it; if
+                    // the resent packet is lost too, the timeout recovers.
+                    let sent_pos = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
+                    let r = self.rr().rewound_to[f as usize];
+                    let stale = r != u64::MAX && r <= pkt.aux && pkt.aux < sent_pos;
+                    if !stale {
+                        self.roce_go_back(s, f);
+                    }
+                }
+                PacketKind::FlowControl | PacketKind::Pause => unreachable!("not on a RoCE host path"),
+            }
+            return;
+        }
+        // A switch: route, admit, queue.
+        self.packets.get_mut(id).ingress_port = x;
+        let out = self.route(node, pkt.dst_host, pkt.flow_hash);
+        let prio = pkt.vl;
+        if self.rr().storm.get(RoceState::ix(out, prio)).is_some_and(|&b| b) {
+            self.roce_count_watchdog_drop(out, id);
+            return;
+        }
+        let base = self.port_base[node as usize];
+        let wire = pkt.wire_bytes as u64;
+        let r = self.rs();
+        let mmu = r.mmu[node as usize].as_mut().expect("a switch has an MMU");
+        match mmu.admit(x - base, out - base, prio, wire) {
+            Admit::Dropped(cause) => {
+                let lossless = r.cfg.lossless_mask & (1 << prio) != 0;
+                let st = &mut r.port_stats[out as usize];
+                match cause {
+                    DropCause::HeadroomFull => {
+                        st.drops_headroom += 1;
+                        r.totals.drops_headroom += 1;
+                    }
+                    DropCause::LossyThreshold => {
+                        st.drops_lossy_threshold += 1;
+                        r.totals.drops_lossy_threshold += 1;
+                    }
+                    DropCause::BufferFull => {
+                        st.drops_buffer_full += 1;
+                        r.totals.drops_buffer_full += 1;
+                    }
+                }
+                debug_assert!(lossless == (cause == DropCause::HeadroomFull));
+                let x_busy = self.ports[x as usize].busy_until;
+                let r = self.roce.as_deref_mut().expect("RoCE fabric");
+                if lossless && r.lossless_asserted {
+                    let mmu = r.mmu[node as usize].as_ref().expect("a switch has an MMU");
+                    panic!(
+                        "losslessness broken at {now}: priority {prio} dropped at switch node {node} (ingress port {x}, egress {out}) although the headroom covers the bound; ingress (bytes, headroom) {:?}, headroom limit {} B, PAUSE asserted {}, pending frame {:#x}, port busy until {}",
+                        mmu.ingress_bytes(x - base, prio),
+                        mmu.config().headroom_bytes,
+                        r.pfc_tx[x as usize].is_asserted(prio),
+                        r.pfc_pending[x as usize],
+                        x_busy,
+                    );
+                }
+                let port = &mut self.ports[out as usize];
+                port.stats.drops += 1;
+                port.stats.drop_bytes += wire;
+                if pkt.kind == PacketKind::Data {
+                    self.records[pkt.flow as usize].packets_dropped += 1;
+                    self.totals.packets_dropped += 1;
+                    self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+                } else {
+                    self.rs().totals.control_drops += 1;
+                }
+                self.packets.free(id);
+                return;
+            }
+            Admit::Accepted { edge } => {
+                let hr = mmu.ingress_bytes(x - base, prio).1;
+                if hr > 0 {
+                    // Headroom is rarely in use: the port's counters stay out of the cache.
+                    let st = &mut r.port_stats[x as usize];
+                    st.headroom_max_bytes = st.headroom_max_bytes.max(hr);
+                }
+                if let Some(edge) = edge {
+                    r.pending_edges.push((x, prio, edge));
+                }
+            }
+        }
+        let r = self.rs();
+        let i = RoceState::ix(out, prio);
+        let mut mark = false;
+        if pkt.kind == PacketKind::Data
+            && let Some(red) = r.ecn.as_mut()
+        {
+            mark = red.mark_on_enqueue(out, r.q[i].bytes);
+        }
+        if mark {
+            r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
+            r.totals.ecn_marked += 1;
+        }
+        r.q[i].ids.push_back(id);
+        r.nonempty[out as usize] |= 1 << prio;
+        r.q[i].bytes += wire;
+        let qb = r.q[i].bytes;
+        if qb > r.q[i].max_bytes {
+            // A new maximum: mirrored into the port's counters (read by the reports) only then.
+            r.q[i].max_bytes = qb;
+            r.port_stats[out as usize].queue_max_bytes[prio as usize] = qb;
+        }
+        if mark {
+            self.packets.get_mut(id).marked = true;
+        }
+        let port = &mut self.ports[out as usize];
+        port.queued_bytes += wire;
+        let queued = port.queued_bytes;
+        port.stats.queue_bytes.set(now, queued);
+        self.roce_flush_edges(s);
+        self.roce_kick(s, out);
+    }
+}

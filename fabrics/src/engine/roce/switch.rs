@@ -1,0 +1,216 @@
+//! The RoCEv2 switch egress: one queue per (port, priority), strict priority then deficit
+//! weighted round-robin (DWRR) over the priorities that PFC lets go, ECN marking at dequeue and
+//! the release of the packet from the shared-buffer MMU (which may end a PAUSE).
+
+use super::*;
+
+/// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
+/// are read together on every enqueue and departure, so they share a cache line.
+#[derive(Clone, Debug, Default)]
+#[repr(align(64))]
+pub(super) struct PrioQueue {
+    pub(super) ids: VecDeque<u32>,
+    pub(super) bytes: u64,
+    /// Largest `bytes` so far (`RocePortStats::queue_max_bytes` holds the same).
+    pub(super) max_bytes: u64,
+    pub(super) deficit: u32,
+}
+
+/// What DWRR needs of a queue: its deficit counter.
+pub(super) trait Deficit {
+    fn deficit(&mut self) -> &mut u32;
+}
+
+impl Deficit for PrioQueue {
+    fn deficit(&mut self) -> &mut u32 {
+        &mut self.deficit
+    }
+}
+impl Deficit for u32 {
+    fn deficit(&mut self) -> &mut u32 {
+        self
+    }
+}
+
+/// Deficit weighted round-robin over the priorities in `eligible` (non-empty, not paused; at
+/// least one), from the round-robin position `rr`: the priority whose deficit covers its head
+/// packet (`head_wire(prio)` bytes) first, its deficit charged; `None` when the cap of
+/// `NP * 64` steps runs out first (quanta far below the frame size). Equivalent to stepping
+/// `rr` one priority at a time, adding the quantum to an eligible priority that falls short;
+/// the steps over ineligible priorities are taken in one jump. Empty queues have a zero
+/// deficit (the callers reset it when a queue empties).
+pub(super) fn dwrr_pick<D: Deficit>(
+    eligible: u8,
+    rr: &mut u8,
+    deficit: &mut [D],
+    quantum: &[u32; NP],
+    head_wire: impl Fn(u8, &D) -> u32,
+) -> Option<u8> {
+    const CAP: usize = NP * 64;
+    let mut steps = 0usize;
+    let mut prio = *rr as usize;
+    loop {
+        // Distance to the next eligible priority, cyclically from `prio`.
+        let rot = eligible.rotate_right(prio as u32);
+        let jump = rot.trailing_zeros() as usize;
+        if steps + jump >= CAP {
+            *rr = ((prio + CAP - steps) % NP) as u8;
+            return None;
+        }
+        steps += jump;
+        prio = (prio + jump) % NP;
+        let head = head_wire(prio as u8, &deficit[prio]);
+        let d = deficit[prio].deficit();
+        if *d >= head {
+            *d -= head;
+            *rr = prio as u8;
+            return Some(prio as u8);
+        }
+        *d += quantum[prio];
+        steps += 1;
+        prio = (prio + 1) % NP;
+        if steps >= CAP {
+            *rr = prio as u8;
+            return None;
+        }
+    }
+}
+
+impl Fabric {
+    /// Strict priority, then DWRR: the next packet of switch port `p`, dequeued (MMU release,
+    /// ECN at dequeue, XON).
+    ///
+    /// Works on the port's mask of non-empty priority queues, so a departure costs a few bit
+    /// operations whatever the number of priorities; the DWRR walk jumps over priorities that
+    /// cannot send and keeps the step count of the plain round-robin (the cap on passes for
+    /// small quanta and the final round-robin position are the same).
+    pub(in crate::engine) fn roce_switch_pick(&mut self, now: SimTime, p: u32) -> Option<u32> {
+        let r = self.roce.as_deref_mut().expect("RoCE fabric");
+        let rx = &r.pfc_rx[p as usize];
+        let mut ready = 0u8;
+        let mut waiting = r.nonempty[p as usize];
+        while waiting != 0 {
+            let prio = waiting.trailing_zeros() as u8;
+            waiting &= waiting - 1;
+            if rx.may_send(prio, now) {
+                ready |= 1 << prio;
+            }
+        }
+        let strict = ready & r.cfg.strict_mask;
+        let prio = if strict != 0 {
+            7 - strict.leading_zeros() as u8
+        } else {
+            let eligible = ready & !r.cfg.strict_mask;
+            if eligible == 0 {
+                return None;
+            }
+            dwrr_pick(
+                eligible,
+                &mut r.rr[p as usize],
+                &mut r.q[p as usize * NP..(p as usize + 1) * NP],
+                &r.cfg.dwrr_quantum_bytes,
+                |_, q: &PrioQueue| self.packets.get(*q.ids.front().expect("non-empty")).wire_bytes,
+            )?
+        };
+        let r = self.rs();
+        let i = RoceState::ix(p, prio);
+        let id = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        if r.q[i].ids.is_empty() {
+            r.q[i].deficit = 0;
+            r.nonempty[p as usize] &= !(1 << prio);
+        }
+        let pkt = *self.packets.get(id);
+        let wire = pkt.wire_bytes as u64;
+        let r = self.rs();
+        r.q[i].bytes -= wire;
+        let left = r.q[i].bytes;
+        let mut mark = false;
+        if pkt.kind == PacketKind::Data
+            && let Some(red) = r.ecn.as_mut()
+        {
+            mark = red.mark_on_dequeue(p, left);
+        }
+        if mark {
+            r.port_stats[p as usize].ecn_marked[prio as usize] += 1;
+            r.totals.ecn_marked += 1;
+            self.packets.get_mut(id).marked = true;
+        }
+        let port = &mut self.ports[p as usize];
+        port.queued_bytes -= wire;
+        let queued = port.queued_bytes;
+        port.stats.queue_bytes.set(now, queued);
+        let node = self.ports[p as usize].node as usize;
+        let base = self.port_base[node];
+        let x = pkt.ingress_port;
+        let r = self.rs();
+        let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
+        if let Some(edge) = mmu.release(x - base, p - base, prio, wire) {
+            r.pending_edges.push((x, prio, edge));
+        }
+        Some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::pfc::N_PRIORITIES as NP;
+    use rand::Rng;
+
+    /// Uniform in `lo..=hi` (the modulo bias does not matter to this test).
+    pub(in crate::engine) fn uniform(rng: &mut sim_core::SimRng, lo: u32, hi: u32) -> u32 {
+        lo + (rng.next_u64() % (hi - lo + 1) as u64) as u32
+    }
+
+    /// The round-robin of the engine before the jump: one priority per step.
+    pub(in crate::engine) fn dwrr_stepwise(
+        eligible: u8,
+        rr: &mut u8,
+        deficit: &mut [u32],
+        quantum: &[u32; NP],
+        head_wire: impl Fn(u8) -> u32,
+    ) -> Option<u8> {
+        for _ in 0..NP * 64 {
+            let prio = *rr;
+            if eligible & (1 << prio) != 0 {
+                let head = head_wire(prio);
+                if deficit[prio as usize] >= head {
+                    deficit[prio as usize] -= head;
+                    return Some(prio);
+                }
+                deficit[prio as usize] += quantum[prio as usize];
+            }
+            *rr = (prio + 1) % NP as u8;
+        }
+        None
+    }
+
+    #[test]
+    pub(in crate::engine) fn dwrr_jump_picks_what_stepping_picks() {
+        let mut rng = sim_core::RngStreams::new(7).stream(0);
+        for case in 0..20_000 {
+            let eligible = uniform(&mut rng, 1, 255) as u8;
+            let mut quantum = [0u32; NP];
+            let mut heads = [0u32; NP];
+            // Small quanta in some cases, so that the step cap is reached too.
+            let qmax = if case % 4 == 0 { 8 } else { 9000 };
+            for p in 0..NP {
+                quantum[p] = uniform(&mut rng, 1, qmax);
+                heads[p] = uniform(&mut rng, 64, 4200);
+            }
+            let mut deficit = [0u32; NP];
+            for (p, d) in deficit.iter_mut().enumerate() {
+                if eligible & (1 << p) != 0 {
+                    *d = uniform(&mut rng, 0, 4999);
+                }
+            }
+            let rr0 = uniform(&mut rng, 0, NP as u32 - 1) as u8;
+            let (mut rr_a, mut def_a) = (rr0, deficit);
+            let (mut rr_b, mut def_b) = (rr0, deficit);
+            let a = dwrr_pick(eligible, &mut rr_a, &mut def_a, &quantum, |p, _| heads[p as usize]);
+            let b = dwrr_stepwise(eligible, &mut rr_b, &mut def_b, &quantum, |p| heads[p as usize]);
+            assert_eq!((a, rr_a), (b, rr_b), "case {case}");
+            assert_eq!(def_a, def_b, "case {case}");
+        }
+    }
+}
