@@ -893,6 +893,19 @@ impl Loaded {
             }
             c.pfc_refresh = Some(t.get());
         }
+        if let Some(kind) = &spec.pause {
+            use fabrics::models::PauseKind;
+            c.pause = match kind.as_str() {
+                "pfc" => PauseKind::Priority,
+                "global" => PauseKind::Global,
+                _ => {
+                    return Err(self.err(
+                        &at("pause"),
+                        format!("expected \"pfc\" (802.1Qbb) or \"global\" (802.3x), got {kind:?}"),
+                    ));
+                }
+            };
+        }
         c.acks = spec.acks;
         if let Some(t) = spec.go_back_n_timeout {
             if t.get() == Duration::ZERO || t.get() > Duration::from_ms(1000) {

@@ -305,6 +305,10 @@ pub struct RoceSpec {
     /// PAUSE refresh period while congested (default: half the pause time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pfc_refresh: Option<TimeSpec>,
+    /// Pausing discipline: `pfc` (IEEE 802.1Qbb, per priority; default) or `global` (IEEE
+    /// 802.3x link-level PAUSE: one congested lossless priority stops the whole link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<String>,
     /// Priorities served with strict priority before DWRR over the others (default [6]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<Vec<u8>>,

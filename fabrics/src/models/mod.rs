@@ -32,4 +32,4 @@ pub use buffer::{AnyBuffer, BufferModel, PerPortTailDrop, SharedBuffer, SharedBu
 pub use cc::{AnyCc, CongestionControl, Dcqcn, DcqcnParams, FixedRate, Timely, TimelyParams};
 pub use flow_control::{AnyFlowControl, LinkFlowControl, NoFlowControl};
 pub use marking::{AnyMarking, MarkPoint, Marking, NoMarking, RedEcn, RedParams};
-pub use pfc::{PfcEdge, PfcFrame, PfcReceiver, PfcSender};
+pub use pfc::{AnyPauseSender, GlobalPauseSender, PauseKind, PauseSender, PfcEdge, PfcFrame, PfcReceiver, PfcSender};

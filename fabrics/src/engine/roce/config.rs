@@ -69,6 +69,9 @@ pub struct RoceConfig {
     pub lossy_mask: u8,
     /// Pause time a PAUSE frame carries, quanta of 512 bit times (practice: 65535).
     pub pause_quanta: u16,
+    /// The pausing discipline of every PFC link: IEEE 802.1Qbb per priority (default) or
+    /// IEEE 802.3x link-level PAUSE (`models/pfc/global.rs`).
+    pub pause: crate::models::pfc::PauseKind,
     /// Refresh a PAUSE this long after the last one while still congested; `None` = half
     /// the pause time at the link's rate.
     pub pfc_refresh: Option<Duration>,
@@ -136,6 +139,7 @@ impl Default for RoceConfig {
             lossless_mask: 1 << 3,
             lossy_mask: (1 << 0) | (1 << DEFAULT_CONTROL_PRIORITY),
             pause_quanta: pfc::MAX_PAUSE_QUANTA,
+            pause: crate::models::pfc::PauseKind::Priority,
             pfc_refresh: None,
             strict_mask: 1 << DEFAULT_CONTROL_PRIORITY,
             dwrr_quantum_bytes: [crate::engine::DEFAULT_MTU_BYTES + crate::engine::ETHERNET_ROCE_HEADER_BYTES; NP],

@@ -9,7 +9,7 @@
 //! A packet arrives (store-and-forward, after the port-to-port latency), is routed, and is
 //! offered to the switch's MMU with its ingress port and priority (`Packet::vl`, the flow's
 //! `class`). Dropped: counted by cause. Accepted: it joins the egress queue of its priority;
-//! when the admission crossed XOFF of (ingress, priority), the ingress port's `PfcSender`
+//! when the admission crossed XOFF of (ingress, priority), the ingress port's pause sender (`models/pfc/`)
 //! emits a PAUSE which waits on that port's transmitter *ahead of any data* (a MAC control
 //! frame) and crosses the link with its delay. The packet leaves the MMU when it starts on
 //! the egress wire; if that brings (ingress, priority) to XON, a RESUME follows the same way.
@@ -37,7 +37,9 @@ use super::{Device, Ev, Fabric, LinkFc, Packet, PacketKind};
 use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
 use crate::models::cc::{DcqcnParams, TimelyParams};
 use crate::models::marking::{Marking, RedEcn, RedParams};
-use crate::models::pfc::{self, N_PRIORITIES, PfcEdge, PfcFrame, PfcReceiver, PfcSender, PfcWatchdog};
+use crate::models::pfc::{
+    self, AnyPauseSender, N_PRIORITIES, PauseSender, PfcEdge, PfcFrame, PfcReceiver, PfcWatchdog,
+};
 use crate::models::{AnyCc, CongestionControl, Dcqcn, Timely};
 use crate::roce::frame::{PAUSE_WIRE_BYTES, RoceFrame};
 use sim_core::{BitsPerSec, Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, serialization_time};
@@ -121,7 +123,8 @@ pub struct RoceState {
     rr: Vec<u8>,
     /// Bit `prio` set: the queue of (port, prio) holds a packet.
     nonempty: Vec<u8>,
-    pfc_tx: Vec<PfcSender>,
+    /// The pausing side of each port (`models/pfc/`: 802.1Qbb or 802.3x, `RoceConfig::pause`).
+    pfc_tx: Vec<AnyPauseSender>,
     pfc_rx: Vec<PfcReceiver>,
     /// Encoded PFC frame waiting for the port's transmitter (0 = none).
     pfc_pending: Vec<u64>,
@@ -313,8 +316,9 @@ impl Fabric {
             .ports
             .iter()
             .map(|p| match cfg.pfc_refresh {
-                Some(r) => PfcSender::new(cfg.pause_quanta, r),
-                None => PfcSender::new(
+                Some(r) => AnyPauseSender::new(cfg.pause, cfg.pause_quanta, r),
+                None => AnyPauseSender::new(
+                    cfg.pause,
                     cfg.pause_quanta,
                     Duration((pfc::pause_duration(cfg.pause_quanta, p.rate).ps() / 2).max(1)),
                 ),

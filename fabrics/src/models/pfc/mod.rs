@@ -9,11 +9,14 @@
 //!
 //! Two halves, one at each end of a link, talking only through frames that cross the link
 //! with its delay (back-pressure is a message):
-//! - [`PfcSender`], per *ingress* port of the congested node: turns the buffer model's
+//! - a [`PauseSender`], per *ingress* port of the congested node: turns the buffer model's
 //!   XOFF/XON decisions (see [`crate::models::buffer::SharedBuffer`], or [`Hysteresis`] for a
 //!   static threshold) into PAUSE/RESUME frames, and refreshes a PAUSE before it expires
 //!   while the priority is still congested (practice: XOFF = maximum quanta, refreshed;
-//!   XON = quanta 0).
+//!   XON = quanta 0). One file per variant, selected by [`AnyPauseSender`]:
+//!   `priority.rs` ([`PfcSender`], IEEE 802.1Qbb, the default) and `global.rs`
+//!   ([`GlobalPauseSender`], IEEE 802.3x link-level PAUSE: one congested priority stops the
+//!   whole link).
 //! - [`PfcReceiver`], per *egress* port of the upstream node: keeps, per priority, the time
 //!   until which that priority may not start a frame, and counts the paused time.
 //!
@@ -22,6 +25,12 @@
 //! [`hpcc_sim_headroom_bytes`]).
 
 use sim_core::{BitsPerSec, Bytes, Duration, SimTime, serialization_time};
+
+mod global;
+mod priority;
+
+pub use global::GlobalPauseSender;
+pub use priority::PfcSender;
 
 /// Number of priorities (802.1p PCP values).
 pub const N_PRIORITIES: usize = 8;
@@ -140,94 +149,101 @@ impl Hysteresis {
     }
 }
 
-/// The sending side of PFC on one port (the node whose ingress buffer fills): which
-/// priorities it holds paused upstream, and when each PAUSE must be refreshed.
+/// The pausing side of link-level flow control on one ingress port: turns the buffer model's
+/// XOFF/XON decisions per priority into the frames that cross the reverse link, and refreshes
+/// a PAUSE before it expires. One file per variant (the crossbar recipe,
+/// `docs/models/extending.md`); [`AnyPauseSender`] selects one per run.
 ///
-/// Hooks: [`PfcSender::on_edge`] when the buffer model reports XOFF/XON for a priority of this
-/// ingress port; [`PfcSender::on_timer`] at [`PfcSender::next_timer`]. Each returns the frame
-/// to put on the reverse link now, if any.
-#[derive(Clone, Debug)]
-pub struct PfcSender {
-    pause_quanta: u16,
-    refresh_after: Duration,
-    asserted_mask: u8,
-    refresh_at: [SimTime; N_PRIORITIES],
-    pauses_sent: [u64; N_PRIORITIES],
-    resumes_sent: [u64; N_PRIORITIES],
+/// Hooks: [`PauseSender::on_edge`] when the buffer model reports XOFF/XON for a priority of
+/// this ingress port; [`PauseSender::on_timer`] at [`PauseSender::next_timer`]. Each returns
+/// the frame to put on the reverse link now, if any. The receiving side is [`PfcReceiver`]
+/// for every variant: a frame names the priorities it stops.
+pub trait PauseSender {
+    /// The buffer model reported `edge` for `prio` of this ingress port at `now`.
+    fn on_edge(&mut self, now: SimTime, prio: u8, edge: PfcEdge) -> Option<PfcFrame>;
+    /// When a refresh is due next (`None`: nothing asserted).
+    fn next_timer(&self) -> Option<SimTime>;
+    /// Refreshes what is due at `now`, in one frame.
+    fn on_timer(&mut self, now: SimTime) -> Option<PfcFrame>;
+    /// Whether this port holds `prio` congested (an XOFF not yet followed by its XON).
+    fn is_asserted(&self, prio: u8) -> bool;
+    /// PAUSE frames (incl. refreshes) and RESUME frames sent on behalf of `prio`.
+    fn frames_sent(&self, prio: u8) -> (u64, u64);
 }
 
-impl PfcSender {
-    /// PAUSE frames carry `pause_quanta` (> 0; practice: [`MAX_PAUSE_QUANTA`]) and are
-    /// refreshed every `refresh_after` while the priority stays congested; it must be
-    /// shorter than the pause minus the link's round trip. [`PfcSender::with_defaults`]
-    /// uses half the pause time (an assumption: models.md gives no refresh period).
-    pub fn new(pause_quanta: u16, refresh_after: Duration) -> Self {
-        assert!(pause_quanta > 0, "a PAUSE needs quanta > 0 (0 is RESUME)");
-        assert!(refresh_after.ps() > 0, "refresh period must be > 0");
-        PfcSender {
-            pause_quanta,
-            refresh_after,
-            asserted_mask: 0,
-            refresh_at: [SimTime::MAX; N_PRIORITIES],
-            pauses_sent: [0; N_PRIORITIES],
-            resumes_sent: [0; N_PRIORITIES],
+/// Which pausing discipline a run's links use (`[fabric.roce] pause`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PauseKind {
+    /// IEEE 802.1Qbb priority flow control: a PAUSE stops only the congested priority.
+    #[default]
+    Priority,
+    /// IEEE 802.3x link-level PAUSE: any congested lossless priority stops the whole link.
+    Global,
+}
+
+impl PauseKind {
+    /// The name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PauseKind::Priority => "pfc",
+            PauseKind::Global => "global",
         }
     }
+}
 
-    /// Maximum quanta, refreshed at half the pause time at `link_rate`.
-    pub fn with_defaults(link_rate: BitsPerSec) -> Self {
-        let half = Duration(pause_duration(MAX_PAUSE_QUANTA, link_rate).ps() / 2);
-        PfcSender::new(MAX_PAUSE_QUANTA, half)
-    }
+/// The pausing discipline of one ingress port (closed enum over the variants' files).
+#[derive(Clone, Debug)]
+pub enum AnyPauseSender {
+    Priority(PfcSender),
+    Global(GlobalPauseSender),
+}
 
-    /// Whether `prio` is held paused upstream.
-    pub fn is_asserted(&self, prio: u8) -> bool {
-        self.asserted_mask & (1 << prio) != 0
-    }
-    /// PAUSE frames (incl. refreshes) and RESUME frames sent for `prio`.
-    pub fn frames_sent(&self, prio: u8) -> (u64, u64) {
-        (self.pauses_sent[prio as usize], self.resumes_sent[prio as usize])
-    }
-
-    /// The buffer model reported `edge` for `prio` of this ingress port at `now`: returns the
-    /// PAUSE (XOFF while not yet asserted) or RESUME (XON while asserted) to send now.
-    pub fn on_edge(&mut self, now: SimTime, prio: u8, edge: PfcEdge) -> Option<PfcFrame> {
-        let bit = 1u8 << prio;
-        match edge {
-            PfcEdge::Xoff if self.asserted_mask & bit == 0 => {
-                self.asserted_mask |= bit;
-                self.refresh_at[prio as usize] = now + self.refresh_after;
-                self.pauses_sent[prio as usize] += 1;
-                Some(PfcFrame::single(prio, self.pause_quanta))
-            }
-            PfcEdge::Xon if self.asserted_mask & bit != 0 => {
-                self.asserted_mask &= !bit;
-                self.refresh_at[prio as usize] = SimTime::MAX;
-                self.resumes_sent[prio as usize] += 1;
-                Some(PfcFrame::single(prio, 0))
-            }
-            _ => None,
+impl AnyPauseSender {
+    /// A sender of `kind` whose PAUSE frames carry `pause_quanta`, refreshed every
+    /// `refresh_after` while congested.
+    pub fn new(kind: PauseKind, pause_quanta: u16, refresh_after: Duration) -> Self {
+        match kind {
+            PauseKind::Priority => AnyPauseSender::Priority(PfcSender::new(pause_quanta, refresh_after)),
+            PauseKind::Global => AnyPauseSender::Global(GlobalPauseSender::new(pause_quanta, refresh_after)),
         }
     }
+}
 
-    /// When a refresh is due next (`None`: nothing asserted).
-    pub fn next_timer(&self) -> Option<SimTime> {
-        let t = self.refresh_at.iter().copied().min().unwrap_or(SimTime::MAX);
-        (t != SimTime::MAX).then_some(t)
-    }
-
-    /// Refreshes every asserted priority whose refresh is due at `now`, in one frame.
-    pub fn on_timer(&mut self, now: SimTime) -> Option<PfcFrame> {
-        let mut frame = PfcFrame::default();
-        for prio in 0..N_PRIORITIES as u8 {
-            let i = prio as usize;
-            if self.is_asserted(prio) && self.refresh_at[i] <= now {
-                frame.set(prio, self.pause_quanta);
-                self.refresh_at[i] = now + self.refresh_after;
-                self.pauses_sent[i] += 1;
-            }
+impl PauseSender for AnyPauseSender {
+    #[inline]
+    fn on_edge(&mut self, now: SimTime, prio: u8, edge: PfcEdge) -> Option<PfcFrame> {
+        match self {
+            AnyPauseSender::Priority(s) => s.on_edge(now, prio, edge),
+            AnyPauseSender::Global(s) => s.on_edge(now, prio, edge),
         }
-        (frame.enable_mask != 0).then_some(frame)
+    }
+    #[inline]
+    fn next_timer(&self) -> Option<SimTime> {
+        match self {
+            AnyPauseSender::Priority(s) => s.next_timer(),
+            AnyPauseSender::Global(s) => s.next_timer(),
+        }
+    }
+    #[inline]
+    fn on_timer(&mut self, now: SimTime) -> Option<PfcFrame> {
+        match self {
+            AnyPauseSender::Priority(s) => s.on_timer(now),
+            AnyPauseSender::Global(s) => s.on_timer(now),
+        }
+    }
+    #[inline]
+    fn is_asserted(&self, prio: u8) -> bool {
+        match self {
+            AnyPauseSender::Priority(s) => s.is_asserted(prio),
+            AnyPauseSender::Global(s) => s.is_asserted(prio),
+        }
+    }
+    #[inline]
+    fn frames_sent(&self, prio: u8) -> (u64, u64) {
+        match self {
+            AnyPauseSender::Priority(s) => s.frames_sent(prio),
+            AnyPauseSender::Global(s) => s.frames_sent(prio),
+        }
     }
 }
 
@@ -392,6 +408,7 @@ pub fn hpcc_sim_headroom_bytes(rate: BitsPerSec, link_delay: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::pfc::PauseSender;
 
     const fn gbps(x: u64) -> BitsPerSec {
         BitsPerSec::from_gbps(x)
