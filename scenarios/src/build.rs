@@ -4,9 +4,9 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    BufferSpec, CollectiveAlgo, CollectiveOp, CustomLink, DcqcnPreset, EcnPreset, FabricKind, InfinibandSpec, LinkSpec,
-    MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec,
-    StripingSpec, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
+    BufferSpec, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, DcqcnPreset, EcnPreset, FabricKind,
+    InfinibandSpec, LinkSpec, MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario,
+    ServerKindSpec, StripingSpec, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
@@ -17,6 +17,7 @@ use fabrics::engine::{
     EngineConfig, GbnWindow, MAX_MTU_BYTES, RoceCc, RoceConfig, RoutePick, Striping, XbarArbitration,
 };
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
+use fabrics::models::credit::{AnyCreditUpdate, Coalesced, PerChange};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
 use fabrics::models::{DcqcnParams, MarkPoint, RedParams, TimelyParams};
 use fabrics::nvlink::NvLinkGen;
@@ -1270,6 +1271,53 @@ impl Loaded {
         Ok(c)
     }
 
+    /// `[fabric.infiniband] credit_update` into the update policy (`models/credit/`).
+    fn credit_update(
+        &self,
+        u: &CreditUpdateSpec,
+        interval_given: bool,
+        at: &dyn Fn(&str) -> String,
+    ) -> Result<AnyCreditUpdate, ScenarioError> {
+        let field = |k: &str| at(&format!("credit_update.{k}"));
+        match u.policy.as_str() {
+            "per_change" => {
+                for (k, set) in [("blocks", u.blocks.is_some()), ("max_delay", u.max_delay.is_some())] {
+                    if set {
+                        return Err(self.err(&field(k), "only the \"coalesced\" policy takes this key"));
+                    }
+                }
+                Ok(AnyCreditUpdate::PerChange(PerChange::default()))
+            }
+            "coalesced" => {
+                if interval_given {
+                    return Err(self.err(
+                        &at("credit_update_interval"),
+                        "the coalesced policy has its own max_delay: remove credit_update_interval",
+                    ));
+                }
+                let blocks = u.blocks.unwrap_or(0);
+                if !(1..=MAX_IB_BUFFER_BLOCKS as u32).contains(&blocks) {
+                    return Err(self.err(
+                        &field("blocks"),
+                        format!("expected 1..={MAX_IB_BUFFER_BLOCKS} credits (64-byte blocks), got {blocks}"),
+                    ));
+                }
+                let max_delay = u.max_delay.map(|t| t.get()).unwrap_or(Duration::ZERO);
+                if max_delay == Duration::ZERO || max_delay > Duration::from_ms(1) {
+                    return Err(self.err(
+                        &field("max_delay"),
+                        format!("expected a delay in (0, 1ms], got {max_delay}"),
+                    ));
+                }
+                Ok(AnyCreditUpdate::Coalesced(Coalesced { blocks, max_delay }))
+            }
+            p => Err(self.err(
+                &field("policy"),
+                format!("expected \"per_change\" or \"coalesced\", got {p:?}"),
+            )),
+        }
+    }
+
     /// `[fabric.infiniband]` into the engine's [`IbConfig`], every value range-checked.
     fn build_ib(&self, spec: Option<&InfinibandSpec>, max_wire: u32) -> Result<IbConfig, ScenarioError> {
         let default_spec = InfinibandSpec::default();
@@ -1348,7 +1396,10 @@ impl Loaded {
                     format!("expected at most 1ms, got {}", t.get()),
                 ));
             }
-            c.credit_update.min_interval = t.get();
+            c.credit_update = AnyCreditUpdate::PerChange(PerChange { min_interval: t.get() });
+        }
+        if let Some(u) = &spec.credit_update {
+            c.credit_update = self.credit_update(u, spec.credit_update_interval.is_some(), &at)?;
         }
         for (field, v, slot) in [
             ("hoq_life_switch", spec.hoq_life_switch, &mut c.hoq_life_switch),

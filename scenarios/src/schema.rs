@@ -445,6 +445,20 @@ pub enum RoutingSpec {
 }
 
 /// `[fabric.infiniband]`: virtual lanes, buffers, credits, arbitration, HOQLife, IB CC.
+/// `[fabric.infiniband] credit_update`: the flow-control update policy of credit links.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreditUpdateSpec {
+    /// `per_change` (default) or `coalesced`.
+    pub policy: String,
+    /// `coalesced`: credits (64-B blocks) that trigger an update.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<u32>,
+    /// `coalesced`: the longest a freed credit waits to be advertised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delay: Option<TimeSpec>,
+}
+
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct InfinibandSpec {
@@ -471,6 +485,12 @@ pub struct InfinibandSpec {
     /// At most one flow-control packet per VL per this interval (default 0: every change).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit_update_interval: Option<TimeSpec>,
+    /// Coalesced credit returns instead (`models/credit/coalesced.rs`): advertise when
+    /// `blocks` credits have freed or `max_delay` after the last update, e.g.
+    /// `{ policy = "coalesced", blocks = 260, max_delay = "2us" }`; `{ policy = "per_change" }`
+    /// is the default (with `credit_update_interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit_update: Option<CreditUpdateSpec>,
     /// Add the 40-B Global Route Header to every packet (default false).
     #[serde(default)]
     pub grh: bool,

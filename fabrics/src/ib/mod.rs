@@ -46,23 +46,6 @@ pub fn hoq_life(encoded: u8) -> Option<Duration> {
     (encoded <= 19).then(|| Duration::from_ps(4_096_000u64 << encoded))
 }
 
-/// When a receiver sends a flow-control packet for a VL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CreditUpdatePolicy {
-    /// At most one flow-control packet per VL per this interval (zero: whenever buffer space
-    /// frees and the port can send; updates waiting for the transmitter are merged). The
-    /// Mellanox flit model uses `credMinTime` = 4.096 µs (`models.md` §1.2).
-    pub min_interval: Duration,
-}
-
-impl Default for CreditUpdatePolicy {
-    fn default() -> Self {
-        CreditUpdatePolicy {
-            min_interval: Duration::ZERO,
-        }
-    }
-}
-
 /// IB congestion control, switch and source sides (IBA Annex A10).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IbCcConfig {
@@ -95,7 +78,7 @@ pub struct IbConfig {
     /// 10,250,530 "Flexible buffer allocation in a network switch"); credits stay per input
     /// and VL. HOQLife is not applied to virtual output queues (not modelled).
     pub switch_voq: bool,
-    pub credit_update: CreditUpdatePolicy,
+    pub credit_update: crate::models::credit::AnyCreditUpdate,
     /// VL arbitration tables of every output port (switches and HCAs).
     pub vlarb: VlArbConfig,
     /// Encoded HOQLife of switch ports towards switches and towards CAs (>19 = off).
@@ -131,7 +114,7 @@ impl IbConfig {
             hca_vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
             shared_pool_blocks: 0,
             switch_voq: false,
-            credit_update: CreditUpdatePolicy::default(),
+            credit_update: crate::models::credit::AnyCreditUpdate::default(),
             vlarb: VlArbConfig::opensm_default(n),
             hoq_life_switch: DEFAULT_HOQ_LIFE_SWITCH,
             hoq_life_leaf: DEFAULT_HOQ_LIFE_LEAF,

@@ -12,10 +12,11 @@
 //! | congestion marking | [`marking`] | `None`, `Red` (RED/ECN at enqueue or dequeue) |
 //! | sender congestion control | [`cc`] | `FixedRate`, `Dcqcn`, `Timely` |
 //! | crossbar arbitration | [`crossbar`] | `OldestFirst`, `RoundRobin`, `Islip`, `LongestQueueFirst` |
+//! | credit update policy | [`credit`] | `PerChange`, `Coalesced` |
+//! | PFC pausing side | [`pfc`] | `Priority` (802.1Qbb), `Global` (802.3x) |
 //!
-//! Parts that are not an enum of their own: [`pfc`] (PFC sender/receiver state machines,
-//! pause quanta, headroom formulas, watchdog), used by the engine together with
-//! [`buffer::SharedBuffer`].
+//! [`pfc`] also holds the parts common to its variants (frames, quanta, the receiver, the
+//! watchdog, headroom formulas), used by the engine together with [`buffer::SharedBuffer`].
 //!
 //! Adding a variant (as done for TIMELY): write one file with a struct implementing the trait, add one
 //! variant to the enum and one arm to each `match` in the enum's impl, add its unit tests and
@@ -23,6 +24,7 @@
 
 pub mod buffer;
 pub mod cc;
+pub mod credit;
 pub mod crossbar;
 pub mod flow_control;
 pub mod marking;

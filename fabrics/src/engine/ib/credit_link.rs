@@ -4,6 +4,7 @@
 //! the update policy, and a credit device's receive buffer on a PFC link (a NIC's network side).
 
 use super::*;
+use crate::models::credit::{CreditUpdate, LaneView, Update};
 
 impl Fabric {
     /// Credits (blocks) a packet of `payload`/`wire` bytes takes on port `p`'s link: the
@@ -72,6 +73,7 @@ impl Fabric {
         let fccl = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
         ib.fc_state[i] = FcState::Idle;
         ib.fc_last_sent[i] = now;
+        ib.fc_last_fccl[i] = fccl;
         ib.port_stats[x as usize].fc_packets_tx += 1;
         ib.totals.fc_packets += 1;
         let fc_bytes = ib.cfg.fc_packet_bytes;
@@ -96,12 +98,22 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        if ib.fc_state[i] != FcState::Idle {
+        if ib.fc_state[i] == FcState::Queued {
             return; // an update is already on its way; it will carry the newest value
         }
-        let due = ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval;
-        if ib.cfg.credit_update.min_interval > Duration::ZERO && due > now && ib.fc_last_sent[i] > SimTime::ZERO {
+        let advertisable = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
+        let lane = LaneView {
+            now,
+            last_sent: (ib.fc_last_sent[i] > SimTime::ZERO).then_some(ib.fc_last_sent[i]),
+            unadvertised_blocks: advertisable.saturating_sub(ib.fc_last_fccl[i]),
+        };
+        if let Update::At(due) = ib.cfg.credit_update.decide(&lane) {
+            // Deferred (again): the earlier of the deadlines stands.
+            if ib.fc_state[i] == FcState::Idle || due < ib.fc_due[i] {
+                ib.fc_due[i] = due;
+            }
             ib.fc_state[i] = FcState::Deferred;
+            let due = ib.fc_due[i];
             self.ib_arm_timer(s, x, due);
             return;
         }

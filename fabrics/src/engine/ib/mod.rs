@@ -166,6 +166,10 @@ pub struct IbState {
     voq_deadline: Vec<SimTime>,
     fc_state: Vec<FcState>,
     fc_last_sent: Vec<SimTime>,
+    /// When a `Deferred` update is due (the policy's `Update::At`).
+    fc_due: Vec<SimTime>,
+    /// The FCCL the lane last advertised (at link-up: its buffer, capped at the window).
+    fc_last_fccl: Vec<u64>,
     // Per port.
     arb: Vec<VlArbiter>,
     /// VLs whose flow-control packet is queued on this port's transmitter.
@@ -209,6 +213,7 @@ impl IbState {
         let mut fccl = Vec::with_capacity(n * nv);
         let mut free_blocks = Vec::with_capacity(n * nv);
         let mut rx_init = Vec::with_capacity(n);
+        let mut fc_last_fccl = Vec::with_capacity(n * nv);
         // Internal links (a GPU to its hub, the NVLS endpoint) are not a modelled bottleneck:
         // both ends get the largest credit window (clamped to u32).
         let window = cfg.max_credit_window.min(u32::MAX as u64) as u32;
@@ -233,6 +238,7 @@ impl IbState {
             for _ in 0..nv {
                 fccl.push(advertised);
                 free_blocks.push(own);
+                fc_last_fccl.push((own as u64).min(cfg.max_credit_window));
             }
         }
         let hoq_of_out = (0..n)
@@ -275,6 +281,8 @@ impl IbState {
             voq_deadline: vec![SimTime::MAX; n * nv],
             fc_state: vec![FcState::Idle; n * nv],
             fc_last_sent: vec![SimTime::ZERO; n * nv],
+            fc_due: vec![SimTime::MAX; n * nv],
+            fc_last_fccl,
             arb: vec![VlArbiter::default(); n],
             ctrl: vec![VecDeque::new(); n],
             tx_release: vec![None; n],
@@ -450,7 +458,7 @@ impl Fabric {
             }
             let ib = self.ibr();
             let i = ib.ix(x, vl);
-            if ib.fc_state[i] == FcState::Deferred && ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval <= now {
+            if ib.fc_state[i] == FcState::Deferred && ib.fc_due[i] <= now {
                 let ib = self.ibs();
                 ib.fc_state[i] = FcState::Queued;
                 ib.ctrl[x as usize].push_back(vl);
@@ -468,7 +476,7 @@ impl Fabric {
                 next = next.min(ib.voq_deadline[i]);
             }
             if ib.fc_state[i] == FcState::Deferred {
-                next = next.min(ib.fc_last_sent[i] + ib.cfg.credit_update.min_interval);
+                next = next.min(ib.fc_due[i]);
             }
         }
         if next != SimTime::MAX {
