@@ -677,6 +677,20 @@ impl Loaded {
                         ));
                     }
                 };
+                // A network link of another discipline needs that discipline's model: PFC
+                // switches for Ethernet next to InfiniBand, a credit layer for InfiniBand.
+                let fabric = self.scenario.fabric.kind;
+                let refused = match info.kind {
+                    LinkKind::Ethernet => (fabric == FabricKind::Infiniband)
+                        .then_some("an ethernet link in an infiniband run: use [fabric] kind = \"rocev2\" to join InfiniBand and Ethernet (a switch with both is their gateway)"),
+                    LinkKind::InfiniBand => (fabric == FabricKind::Ethernet).then_some(
+                        "an infiniband link in an ethernet run: use [fabric] kind = \"infiniband\", or \"rocev2\" to join InfiniBand and Ethernet (a switch with both is their gateway)",
+                    ),
+                    _ => None,
+                };
+                if let Some(why) = refused {
+                    return Err(self.err(&format!("{field}.kind"), why));
+                }
             }
             t.add_link(a, b, info);
         }
@@ -773,10 +787,12 @@ impl Loaded {
             Some(self.build_ib(f.infiniband.as_ref(), (mtu + header) as u32)?)
         } else if roce_kind
             && (matches!(self.scenario.topology, TopologySpec::Cluster { .. })
-                || matches!(&self.scenario.topology, TopologySpec::Custom { devices, .. } if !devices.is_empty()))
+                || matches!(&self.scenario.topology, TopologySpec::Custom { devices, links, .. }
+                    if !devices.is_empty() || links.iter().any(|l| l.kind.as_deref() == Some("infiniband"))))
         {
             // The servers of a RoCEv2 cluster keep their credit-based NVLink/PCIe links and
-            // cut-through devices; only the network runs PFC (`fabrics::engine::Device`).
+            // cut-through devices, and a custom topology's InfiniBand switches their credits;
+            // only the Ethernet network runs PFC (`fabrics::engine::Device`).
             Some(ib::IbConfig::server_layer())
         } else {
             None

@@ -38,16 +38,23 @@ pub struct CycleLane {
 /// The credit cycle of a run that stopped with packets held and no event left (issue 14),
 /// found by [`fabrics::ib::deadlock::find_cycle`] on the final state: an output lane waits for
 /// the lane that the head of the input buffer it feeds (the peer's port of the same link)
-/// waits for. `None` when no cycle exists (e.g. only `voq` nodes hold the packets).
+/// waits for. `None` when no cycle exists.
 pub fn credit_deadlock(ib: &IbState, fabric: &Fabric, topo: &Topology) -> Option<CreditDeadlock> {
     let ports = fabric.ports();
     let (n, nv) = (ports.len() as u32, ib.n_vls());
     // The output each input lane's head waits for.
+    // An input FIFO's head waits for one output; an input feeding virtual output queues
+    // waits for any output holding one of its packets: a stalled one when there is one (once
+    // nothing can move, every output holding its packets is stalled).
     let mut waits = vec![u32::MAX; n as usize * nv as usize];
     for q in 0..n {
         for vl in 0..nv {
-            for x in ib.requesters(q, vl) {
-                waits[x as usize * nv as usize + vl as usize] = q;
+            let stalled = ib.credit_stall_since(q, vl).is_some();
+            for x in ib.requesters(q, vl).chain(fabric.voq_inputs(q, vl)) {
+                let w = &mut waits[x as usize * nv as usize + vl as usize];
+                if *w == u32::MAX || (stalled && ib.credit_stall_since(*w, vl).is_none()) {
+                    *w = q;
+                }
             }
         }
     }

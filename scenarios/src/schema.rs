@@ -478,8 +478,8 @@ pub struct InfinibandSpec {
     /// Receive buffer per VL of every HCA (default 64KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hca_vl_buffer: Option<SizeSpec>,
-    /// Switch input discipline: `fifo` (default: one FIFO per input and VL, head-of-line
-    /// blocking) or `voq` (virtual output queues per input and VL; `docs/models/infiniband.md`).
+    /// Switch input discipline: `voq` (default: virtual output queues per input and VL) or
+    /// `fifo` (one FIFO per input and VL, head-of-line blocking; `docs/models/infiniband.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_queues: Option<String>,
     /// At most one flow-control packet per VL per this interval (default 0: every change).

@@ -280,17 +280,17 @@ thread_local! {
 
 /// One packet through a hand-built path that crosses every kind of link the composed engine
 /// knows, in one run: GPU -internal-> hub -NVLink-> NVSwitch -NVLink-> hub -PCIe-> PCIe switch
-/// -PCIe-> NIC -Ethernet-> RoCEv2 switch -Ethernet-> NIC -PCIe-> PCIe switch -PCIe-> GPU.
-/// Expected delivery computed hop by hop, exact to the ps: each link serializes its own framing
-/// of the 4096-B payload (NVLink flits 4352 B on the GPU attachment and NVLinks, PCIe TLPs
-/// 4480 B, the Ethernet frame 4178 B); the credit devices are cut-through (forward once the
-/// head is in plus their latency, finish no earlier than the tail), the Ethernet switch
-/// store-and-forward; endpoints take the whole packet. Flow control per hop: every credit link
-/// returns exactly one flow-control packet, no Ethernet port carries one; no PFC frame anywhere.
-/// (InfiniBand links meet Ethernet only through a gateway, which is not modelled: an IB switch
-/// and an Ethernet switch cannot share a run.)
+/// -PCIe-> NIC -InfiniBand-> IB switch -InfiniBand-> gateway -Ethernet-> RoCEv2 switch
+/// -Ethernet-> NIC -PCIe-> PCIe switch -PCIe-> GPU. Expected delivery computed hop by hop,
+/// exact to the ps: each link serializes its own framing of the 4096-B payload (NVLink flits
+/// 4352 B on the GPU attachment and NVLinks, PCIe TLPs 4480 B, InfiniBand LRH/BTH/ICRC/VCRC
+/// 4122 B, the Ethernet frame 4178 B); the credit devices (server devices, the IB switch and
+/// the gateway) are cut-through (forward once the head is in plus their latency, finish no
+/// earlier than the tail), the Ethernet switch store-and-forward; endpoints take the whole
+/// packet. Flow control per hop: every credit link (NVLink, PCIe, InfiniBand) returns exactly
+/// one flow-control packet, no Ethernet port carries one; no PFC frame anywhere.
 #[test]
-fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
+fn one_packet_across_nvlink_pcie_infiniband_and_ethernet_is_exact_per_hop() {
     use fabrics::engine::{DeviceLatency, EngineConfig, RoceConfig};
     use fabrics::ib::IbConfig;
     use fabrics::topology::{LinkInfo, LinkKind, NodeInfo, NodeKind, Topology};
@@ -311,6 +311,8 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
     let hub1 = node(&mut t, NodeKind::GpuHub, "hub1");
     let pcie0 = node(&mut t, NodeKind::PcieSwitch, "pcie0");
     let nic0 = node(&mut t, NodeKind::Nic, "nic0");
+    let ibsw = t.add_switch("ibsw", 0, None);
+    let gw = t.add_switch("gateway", 1, None);
     let sw = t.add_switch("tor", 0, None);
     let nic1 = node(&mut t, NodeKind::Nic, "nic1");
     let pcie1 = node(&mut t, NodeKind::PcieSwitch, "pcie1");
@@ -325,7 +327,9 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
         (nvsw, hub1, link(400, 10, LinkKind::NvLink)),
         (hub1, pcie0, link(512, 50, LinkKind::Pcie)),
         (pcie0, nic0, link(512, 50, LinkKind::Pcie)),
-        (nic0, sw, link(400, 25, LinkKind::Ethernet)),
+        (nic0, ibsw, link(400, 15, LinkKind::InfiniBand)),
+        (ibsw, gw, link(400, 35, LinkKind::InfiniBand)),
+        (gw, sw, link(400, 25, LinkKind::Ethernet)),
         (sw, nic1, link(400, 25, LinkKind::Ethernet)),
         (nic1, pcie1, link(512, 50, LinkKind::Pcie)),
         (pcie1, gpu1, link(512, 50, LinkKind::Pcie)),
@@ -353,13 +357,17 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
     // (receiver latency, receiver is cut-through, bytes this link serializes)
     let nv = 4352u64;
     let pcie = 4096 + 16 * 24;
+    let ib = 4096 + 26;
     let eth = 4096 + 82;
+    assert_eq!(dl.ib_switch, Duration::from_ns(130), "the IB switch default");
     let hops = [
         (dl.gpu_hub, true, nv),
         (dl.nvswitch, true, nv),
         (dl.gpu_hub, true, nv),
         (dl.pcie_switch, true, pcie),
         (dl.nic, true, pcie),
+        (dl.ib_switch, true, ib),
+        (dl.ib_switch, true, ib),
         (switch_latency, false, eth),
         (dl.nic, true, eth),
         (dl.pcie_switch, true, pcie),
@@ -378,7 +386,7 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
 
     // Flow control on each hop: a credit link's receiver returns one flow-control packet (on
     // the port that sends back over it); Ethernet links carry none, and no PFC frame at all.
-    let ib = f.ib().expect("the servers' credit layer");
+    let ibs = f.ib().expect("the credit layer");
     let roce = f.roce().expect("the network's RoCEv2 layer");
     for (k, &(a, b, l)) in path.iter().enumerate() {
         let back = f
@@ -386,20 +394,79 @@ fn one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop() {
             .iter()
             .position(|p| p.node == b.index() as u32 && p.peer_node == a.index() as u32)
             .unwrap();
-        let fc = ib.port_stats[back].fc_packets_tx;
+        let fc = ibs.port_stats[back].fc_packets_tx;
         let want = u64::from(l.kind != LinkKind::Ethernet);
         assert_eq!(fc, want, "hop {k} ({:?}): flow-control packets back", l.kind);
     }
     assert_eq!(roce.totals.pause_frames, 0);
-    assert_eq!(f.totals().link_hops, 9 + 7, "9 data hops and 7 credit updates");
+    assert_eq!(f.totals().link_hops, 11 + 9, "11 data hops and 9 credit updates");
+}
+
+/// The gateway's back-pressure is explicit on both sides: an incast from two Ethernet hosts
+/// into a host behind an InfiniBand switch fills the gateway's Ethernet input, which PAUSEs the
+/// RoCEv2 switch (PFC frames from the gateway), while the InfiniBand links run on credits
+/// (flow-control packets, no PFC frame on them) and nothing is dropped. h0, h1 -Ethernet-> tor
+/// -Ethernet-> gateway -InfiniBand-> IB switch -InfiniBand-> h2; 100G Ethernet, 50G IB (the
+/// gateway's Ethernet input is where the traffic backs up).
+#[test]
+fn gateway_pauses_ethernet_and_runs_credits_on_infiniband() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"[scenario]
+name = "gateway"
+[topology]
+kind = "custom"
+hosts = 3
+switches = 3
+links = [
+  { a = "h0", b = "s0", rate = "100Gbps", delay = "100ns", kind = "ethernet" },
+  { a = "h1", b = "s0", rate = "100Gbps", delay = "100ns", kind = "ethernet" },
+  { a = "s0", b = "s1", rate = "100Gbps", delay = "100ns", kind = "ethernet" },
+  { a = "s1", b = "s2", rate = "50Gbps", delay = "100ns", kind = "infiniband" },
+  { a = "s2", b = "h2", rate = "50Gbps", delay = "100ns", kind = "infiniband" },
+]
+[fabric]
+kind = "rocev2"
+[[workload]]
+kind = "flows"
+class = 3
+flows = [{ src = 0, dst = 2, size = "4MiB" }, { src = 1, dst = 2, size = "4MiB" }]
+"#;
+    let out = run_scenario(dir.path(), "gateway", text);
+    let sm: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(sm["flows"]["completed"], 2, "{sm:#}");
+    assert_eq!(sm["packets"]["dropped"], 0, "{sm:#}");
+    assert!(sm["counters"]["ib_fc_packets"].as_u64().unwrap() > 0, "{sm:#}");
+    // PAUSE frames: sent only by the gateway towards the RoCEv2 switch (and by the switch
+    // towards the hosts as the pause spreads), never on an InfiniBand link.
+    let rows = ports(&out);
+    let row = |node: &str, peer: &str| {
+        rows.iter()
+            .find(|r| r["node"] == node && r["peer"] == peer)
+            .unwrap_or_else(|| panic!("no port {node} -> {peer}"))
+    };
+    let pauses = |r: &BTreeMap<String, String>| num(r, "pause_frames_tx");
+    assert!(pauses(row("s1", "s0")) > 0.0, "the gateway pauses the RoCEv2 switch");
+    for (n, p) in [("s1", "s2"), ("s2", "s1"), ("s2", "h2"), ("h2", "s2")] {
+        assert_eq!(pauses(row(n, p)), 0.0, "no PAUSE on the InfiniBand link {n} -> {p}");
+    }
+    // The bottleneck is the InfiniBand path: the two flows share it, so both finish at about
+    // twice one flow's time alone (8 MiB at 50G of IB framing), within 3 %.
+    let sim_ns = sm["run"]["sim_time_ns"].as_f64().unwrap();
+    let ideal_ns = (8u64 << 20) as f64 / 4096.0 * (4096.0 + 26.0) * 8.0 / 50.0;
+    assert!(
+        (sim_ns / ideal_ns - 1.0).abs() < 0.03,
+        "finished at {sim_ns} ns, the shared IB bottleneck alone takes {ideal_ns} ns"
+    );
 }
 
 /// The same mixed path written as a scenario (`custom` topology with `devices` and per-link
-/// `kind`, `[fabric] kind = "rocev2"`): it runs, the packet arrives at the same picosecond as in
-/// the engine-level test above, seven credit updates and no PFC frame.
+/// `kind`, `[fabric] kind = "rocev2"`; s0 the InfiniBand switch, s1 the gateway, s2 the RoCEv2
+/// switch): it runs, the packet arrives at the same picosecond as in the engine-level test
+/// above, nine credit updates and no PFC frame.
 #[test]
 fn custom_topology_mixes_link_kinds() {
-    one_packet_across_nvlink_pcie_and_ethernet_is_exact_per_hop();
+    one_packet_across_nvlink_pcie_infiniband_and_ethernet_is_exact_per_hop();
     let want_ps = MIXED_PATH_FINISH_PS.with(|c| c.get());
     let dir = tempfile::tempdir().unwrap();
     let text = r#"[scenario]
@@ -407,7 +474,7 @@ name = "mixed"
 [topology]
 kind = "custom"
 hosts = 2
-switches = 1
+switches = 3
 devices = ["gpu_hub", "nvswitch", "gpu_hub", "pcie_switch", "nic", "nic", "pcie_switch"]
 links = [
   { a = "h0", b = "d0", rate = "3600Gbps", delay = "0ns", kind = "internal" },
@@ -415,8 +482,10 @@ links = [
   { a = "d1", b = "d2", rate = "400Gbps", delay = "10ns", kind = "nvlink" },
   { a = "d2", b = "d3", rate = "512Gbps", delay = "50ns", kind = "pcie" },
   { a = "d3", b = "d4", rate = "512Gbps", delay = "50ns", kind = "pcie" },
-  { a = "d4", b = "s0", rate = "400Gbps", delay = "25ns", kind = "ethernet" },
-  { a = "s0", b = "d5", rate = "400Gbps", delay = "25ns", kind = "ethernet" },
+  { a = "d4", b = "s0", rate = "400Gbps", delay = "15ns", kind = "infiniband" },
+  { a = "s0", b = "s1", rate = "400Gbps", delay = "35ns", kind = "infiniband" },
+  { a = "s1", b = "s2", rate = "400Gbps", delay = "25ns", kind = "ethernet" },
+  { a = "s2", b = "d5", rate = "400Gbps", delay = "25ns", kind = "ethernet" },
   { a = "d5", b = "d6", rate = "512Gbps", delay = "50ns", kind = "pcie" },
   { a = "d6", b = "h1", rate = "512Gbps", delay = "50ns", kind = "pcie" },
 ]
@@ -436,9 +505,9 @@ flows = [{ src = 0, dst = 1, size = 4096 }]
     assert_eq!(finish_ps, want_ps);
     let sm: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(sm["counters"]["ib_fc_packets"], 7);
+    assert_eq!(sm["counters"]["ib_fc_packets"], 9);
     assert_eq!(sm["counters"]["roce_pause_frames_sent"], 0);
-    assert_eq!(sm["counters"]["link_hops"], 16);
+    assert_eq!(sm["counters"]["link_hops"], 20);
     // A bad device kind or link kind is refused with the field and the accepted names.
     for (from, to, field) in [
         (
@@ -457,5 +526,17 @@ flows = [{ src = 0, dst = 1, size = 4096 }]
             "{}",
             r.stderr
         );
+    }
+    // A link of a discipline the run cannot model is refused where it is written: Ethernet in
+    // an InfiniBand run (no PFC switches), InfiniBand in a base Ethernet run (no credits).
+    for (fabric, field) in [
+        ("infiniband", "topology.links[7].kind"),
+        ("ethernet", "topology.links[5].kind"),
+    ] {
+        let p = dir.path().join("bad.toml");
+        std::fs::write(&p, text.replace("kind = \"rocev2\"", &format!("kind = \"{fabric}\""))).unwrap();
+        let r = fabricsim(&["validate", s(&p)]);
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(field) && r.stderr.contains("gateway"), "{}", r.stderr);
     }
 }

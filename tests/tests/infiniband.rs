@@ -265,9 +265,12 @@ fn hoq_life_drops_stuck_heads() {
     // the switch-facing HOQLife is tiny (value 0 = 4.096 µs). The downstream switch keeps
     // packets at its head only as long as credits are short; with a single HCA buffer this
     // is never more than one RTT, so no drop — then a 1-credit-short buffer is not allowed.
+    // Input FIFOs: a head waits while the other inputs' heads take their turns. (With virtual
+    // output queues, checked at the end, the oldest packet is served first, so none waits.)
     let ib = IbConfig {
         hoq_life_leaf: 0,
         hoq_life_switch: 0,
+        switch_voq: false,
         ..IbConfig::default()
     };
     // Incast of 8 into one HDR port: heads wait up to 8 packet times (~1.3 µs) < 4.096 µs.
@@ -277,15 +280,26 @@ fn hoq_life_drops_stuck_heads() {
     // 64 senders: a head waits ~64 packet times (~10.5 µs) > 4.096 µs: drops appear, are
     // counted per flow and in the totals, and conservation holds.
     let flows: Vec<_> = (1..=64).map(|s| flow(s, 0, 20 * 4096)).collect();
-    let (f, r) = {
+    let star64 = |ib: IbConfig| {
         let mut t = Topology::new("star");
         let sw = t.add_switch("s0", 0, None);
         for i in 0..=64 {
             let h = t.add_host(format!("h{i}"), None);
             t.add_link(h, sw, ib_link(IbSpeed::Hdr, 5));
         }
-        fabricsim_tests::run(&t, ib_cfg(ib), flows, RunLimits::default())
+        fabricsim_tests::run(&t, ib_cfg(ib), flows.clone(), RunLimits::default())
     };
+    let (voq, _) = star64(IbConfig {
+        switch_voq: true,
+        ..ib.clone()
+    });
+    assert_eq!(
+        voq.ib().unwrap().totals.hoq_drops,
+        0,
+        "VOQ: the oldest packet goes first"
+    );
+    assert_eq!(voq.totals().flows_completed, 64);
+    let (f, r) = star64(ib);
     let drops = f.ib().unwrap().totals.hoq_drops;
     assert!(drops > 0);
     assert_eq!(f.totals().packets_dropped, drops);

@@ -125,6 +125,10 @@ pub struct DeviceLatency {
     pub root_complex: Duration,
     /// A server NIC forwarding between PCIe and the network: 500 ns, an assumption.
     pub nic: Duration,
+    /// An InfiniBand switch in a RoCEv2 run (a custom topology's InfiniBand island, `device.rs`):
+    /// [`crate::ib::DEFAULT_IB_SWITCH_LATENCY`] (130 ns, "sub-130 ns" Quantum HDR, `models.md` §1.5). In an
+    /// InfiniBand run the switches use [`EngineConfig::switch_latency`].
+    pub ib_switch: Duration,
 }
 
 impl Default for DeviceLatency {
@@ -135,6 +139,7 @@ impl Default for DeviceLatency {
             pcie_switch: Duration::from_ns(150),
             root_complex: Duration::from_ns(200),
             nic: Duration::from_ns(500),
+            ib_switch: crate::ib::DEFAULT_IB_SWITCH_LATENCY,
         }
     }
 }

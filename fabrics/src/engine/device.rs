@@ -8,11 +8,21 @@
 //! | endpoint (host, GPU) | `OqHost` | `CreditHost` | `RoceHost` | `RoceHost` |
 //! | network switch | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `RoceSwitch` |
 //! | GPU hub, NVSwitch, PCIe switch, root complex, NIC | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `CreditSwitch` |
+//! | network switch with an InfiniBand link | - | `CreditSwitch` | - | `CreditSwitch` |
 //!
 //! "RoCEv2 cluster" is a RoCEv2 run whose [`EngineConfig::ib`] holds the servers' credit layer
-//! (set by the scenario loader for a `cluster` on `rocev2`): the servers' internals keep their
-//! credit-based links and cut-through devices, the network its PFC/ECN switches, and the NIC is
-//! where one hands over to the other (credits on its PCIe side, PFC on its network side).
+//! (set by the scenario loader for a `cluster` on `rocev2`, and for a custom topology with
+//! server devices or InfiniBand links): the servers' internals keep their credit-based links
+//! and cut-through devices, the network its PFC/ECN switches, and the NIC is where one hands
+//! over to the other (credits on its PCIe side, PFC on its network side).
+//!
+//! In such a run a network switch with an InfiniBand link is an InfiniBand switch
+//! (`CreditSwitch`: per-VL input buffers, VL arbitration, cut-through), so a custom topology
+//! can join an InfiniBand island to an Ethernet one. A switch with both kinds of link is the
+//! gateway between them: credits on its InfiniBand links, PFC (it pauses and obeys PAUSE) on
+//! its Ethernet links, exactly as a NIC hands over between PCIe and Ethernet. The transport
+//! stays the run's (RoCEv2 queue pairs end to end); the gateway re-frames, it does not
+//! terminate connections.
 
 use super::EngineConfig;
 use crate::topology::{LinkKind, NodeKind};
@@ -40,8 +50,10 @@ pub enum Device {
 }
 
 impl Device {
-    /// The device of a node of `kind` in a run configured by `cfg` (module table).
-    pub fn of(kind: NodeKind, cfg: &EngineConfig) -> Device {
+    /// The device of a node of `kind` in a run configured by `cfg` (module table);
+    /// `infiniband_link`: the node has an InfiniBand link (an InfiniBand switch or gateway in
+    /// a RoCEv2 run with a credit layer).
+    pub fn of(kind: NodeKind, infiniband_link: bool, cfg: &EngineConfig) -> Device {
         let host = matches!(kind, NodeKind::Host);
         let server_internal = !host && !matches!(kind, NodeKind::Switch { .. });
         match (cfg.ib.is_some(), cfg.roce.is_some()) {
@@ -50,7 +62,7 @@ impl Device {
             (true, false) if host => Device::CreditHost,
             (true, false) => Device::CreditSwitch,
             (_, true) if host => Device::RoceHost,
-            (true, true) if server_internal => Device::CreditSwitch,
+            (true, true) if server_internal || infiniband_link => Device::CreditSwitch,
             (_, true) => Device::RoceSwitch,
         }
     }
@@ -83,12 +95,16 @@ pub enum LinkFc {
 
 impl LinkFc {
     /// The flow control of a link of `kind` between devices `a` and `b`: credits where both ends
-    /// are credit devices, or on a server's own links (NVLink, PCIe, internal attachments) when
-    /// the run has a credit layer; PFC on the other links of a RoCEv2 run; none otherwise.
+    /// are credit devices, or on a credit-based link (a server's NVLink, PCIe and internal
+    /// attachments, InfiniBand) when the run has a credit layer; PFC on the other links of a
+    /// RoCEv2 run; none otherwise.
     pub fn of(kind: LinkKind, a: Device, b: Device, cfg: &EngineConfig) -> LinkFc {
         let credit = |d: Device| matches!(d, Device::CreditHost | Device::CreditSwitch);
-        let server_link = matches!(kind, LinkKind::NvLink | LinkKind::Pcie | LinkKind::Internal);
-        if cfg.ib.is_some() && ((credit(a) && credit(b)) || server_link) {
+        let credit_link = matches!(
+            kind,
+            LinkKind::NvLink | LinkKind::Pcie | LinkKind::Internal | LinkKind::InfiniBand
+        );
+        if cfg.ib.is_some() && ((credit(a) && credit(b)) || credit_link) {
             LinkFc::Credit
         } else if cfg.roce.is_some() {
             LinkFc::Pfc

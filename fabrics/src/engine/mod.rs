@@ -280,7 +280,13 @@ impl Fabric {
         let device: Vec<Device> = topo
             .graph
             .node_indices()
-            .map(|n| Device::of(topo.graph[n].kind, &cfg))
+            .map(|n| {
+                let ib_link = topo
+                    .graph
+                    .edges(n)
+                    .any(|e| e.weight().kind == crate::topology::LinkKind::InfiniBand);
+                Device::of(topo.graph[n].kind, ib_link, &cfg)
+            })
             .collect();
         let is_host: Vec<bool> = device.iter().map(|d| d.is_host()).collect();
 
@@ -319,6 +325,10 @@ impl Fabric {
                 let dl = &cfg.device_latency;
                 let peer_latency = match topo.graph[peer].kind {
                     NodeKind::Host => sim_core::Duration::ZERO,
+                    // An InfiniBand switch in a RoCEv2 run (`device.rs`) has its own latency.
+                    NodeKind::Switch { .. } if cfg.roce.is_some() && device[peer.index()] == Device::CreditSwitch => {
+                        dl.ib_switch
+                    }
                     NodeKind::Switch { .. } => cfg.switch_latency,
                     NodeKind::GpuHub => dl.gpu_hub,
                     NodeKind::NvSwitch => dl.nvswitch,
@@ -1031,6 +1041,9 @@ fn framing_of(kind: crate::topology::LinkKind, touches_hub: bool, cfg: &EngineCo
         LinkKind::NvLink => port::Framing::NvLink,
         LinkKind::Internal if touches_hub => port::Framing::NvLink,
         LinkKind::Pcie | LinkKind::Internal => pcie(),
+        // An InfiniBand link in a RoCEv2 run (an InfiniBand island behind a gateway): the
+        // payload in IB's local-route headers (LRH, BTH, ICRC, VCRC: 26 B).
+        LinkKind::InfiniBand if cfg.roce.is_some() => port::Framing::InfiniBand,
         _ => port::Framing::Native,
     }
 }

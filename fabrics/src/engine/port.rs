@@ -29,6 +29,9 @@ pub enum Framing {
     NvLink,
     /// PCIe posted writes: one TLP of overhead per `mps_bytes` of payload (`crate::pcie`).
     Pcie { mps_bytes: u32, overhead_bytes: u32 },
+    /// InfiniBand inside a run of another network (RoCEv2): the payload plus the local-route
+    /// headers [`crate::ib::link::BASE_HEADER_BYTES`] (IBA vol. 1 §7.7, §9.2).
+    InfiniBand,
 }
 
 impl Framing {
@@ -42,6 +45,7 @@ impl Framing {
                 mps_bytes,
                 overhead_bytes,
             } => payload + payload.div_ceil(mps_bytes).max(1) * overhead_bytes,
+            Framing::InfiniBand => payload + crate::ib::link::BASE_HEADER_BYTES,
         }
     }
 }

@@ -9,7 +9,8 @@
 //! The detector runs once when a run has stopped with flows unfinished (`scenarios` calls it
 //! on the final state), never per event: it follows, from every credit-stalled output lane,
 //! the lane its downstream head waits for. Each lane has at most one successor (a FIFO's head
-//! waits for one output), so the wait-for graph is functional and a cycle is found by walking
+//! waits for one output; an input feeding virtual output queues is given one stalled output
+//! that holds its packets, by the caller), so the wait-for graph is functional and a cycle is found by walking
 //! it with three colours in O(ports x VLs). Pure: it knows the fabric only through the
 //! closures it is given.
 

@@ -70,13 +70,13 @@ pub struct IbConfig {
     /// (0 = none). The free pool is lent to the VL whose flow-control packet goes out next
     /// (and advertised in it); lent blocks return to the pool as that VL's packets leave.
     pub shared_pool_blocks: u32,
-    /// Switch input discipline. `false` (default): one FIFO per input port and VL, only its
-    /// head competes for an output (head-of-line blocking between outputs, the IBA reference
-    /// model of an input-buffered switch). `true`: virtual output queues per input and VL, every
-    /// packet competes for its output on arrival (oldest first), as in a shared-memory switch
-    /// with per-egress transmit queues (NVIDIA/Mellanox describe theirs so, US patent
-    /// 10,250,530 "Flexible buffer allocation in a network switch"); credits stay per input
-    /// and VL. HOQLife is not applied to virtual output queues (not modelled).
+    /// Switch input discipline. `true` (default): virtual output queues per input and VL,
+    /// every packet competes for its output on arrival (oldest first), as in a shared-memory
+    /// switch with per-egress transmit queues: NVIDIA/Mellanox describe their switch ASICs so
+    /// (US patent 10,250,530 "Flexible buffer allocation in a network switch"); credits stay
+    /// per input and VL, HOQLife runs on the oldest packet of each output's queue. `false`:
+    /// one FIFO per input port and VL, only its head competes for an output (head-of-line
+    /// blocking between outputs, the IBA reference model of an input-buffered switch).
     pub switch_voq: bool,
     pub credit_update: crate::models::credit::AnyCreditUpdate,
     /// VL arbitration tables of every output port (switches and HCAs).
@@ -113,7 +113,7 @@ impl IbConfig {
             vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
             hca_vl_buffer_blocks: DEFAULT_VL_BUFFER_BLOCKS,
             shared_pool_blocks: 0,
-            switch_voq: false,
+            switch_voq: true,
             credit_update: crate::models::credit::AnyCreditUpdate::default(),
             vlarb: VlArbConfig::opensm_default(n),
             hoq_life_switch: DEFAULT_HOQ_LIFE_SWITCH,

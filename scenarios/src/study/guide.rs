@@ -756,13 +756,13 @@ fn notes(o: &mut String, d: &Measured) {
     if roce_ahead > 0 {
         let _ = writeln!(
             o,
-            "- **Another surprise: all-to-all.** RoCEv2 400G's all-to-all busbw is above NDR InfiniBand's at \
-             {roce_ahead} of {} cluster sizes, although the links have the same rate and IB's headers are smaller. \
-             Most of the gap is the IB switch model's default input discipline, one FIFO per input port and VL \
-             (`[fabric.infiniband] input_queues = \"fifo\"`): in an all-to-all a packet waiting for a busy output \
-             blocks those behind it for idle outputs (head-of-line blocking), while the RoCEv2 switches queue at \
-             the output. Virtual output queues avoid it: rerun with `input_queues = \"voq\"` \
-             to see it (a hand run at 16 servers: `studies/selection-guide/README.md`, Status).",
+            "- **All-to-all.** RoCEv2 400G's all-to-all busbw is above NDR InfiniBand's at {roce_ahead} of {} \
+             cluster sizes, although the links have the same rate and IB's headers are smaller. The InfiniBand \
+             switches queue per output (virtual output queues, `[fabric.infiniband] input_queues = \"voq\"`, the \
+             default), but their credits are per input port and VL: 64 KiB each by default, where a RoCEv2 switch \
+             here shares 512 KiB per port, so one congested output holds a whole input's credits. With \
+             `vl_buffer = \"128KiB\"` (the most a 2048-credit window uses) NDR overtakes RoCEv2 (a hand run at 16 \
+             servers: `studies/selection-guide/README.md`, Status).",
             a2a.len()
         );
     }

@@ -355,7 +355,7 @@ impl IbState {
 
     /// Read by the credit-deadlock detector (`crate::ib::deadlock`) after a run, never per
     /// event: the input ports whose head packet waits for output (`p`, `vl`), oldest first
-    /// (input-FIFO switches; a `voq` node's waiting packets are not listed here).
+    /// (input-FIFO switches; a `voq` node's are in [`Fabric::voq_inputs`]).
     pub fn requesters(&self, p: u32, vl: u8) -> impl Iterator<Item = u32> + '_ {
         self.requests[self.ix(p, vl)].iter().copied()
     }
@@ -417,6 +417,14 @@ impl Fabric {
         self.ib
             .as_ref()
             .expect("InfiniBand path runs only on an InfiniBand fabric")
+    }
+
+    /// Read by the credit-deadlock detector (`crate::ib::deadlock`) after a run, never per
+    /// event: the input ports of the packets waiting in output (`p`, `vl`)'s virtual output
+    /// queue, oldest first (none on an input-FIFO port, or without a credit layer).
+    pub fn voq_inputs(&self, p: u32, vl: u8) -> impl Iterator<Item = u32> + '_ {
+        let queue = self.ib.as_deref().map(|ib| &ib.voq[ib.ix(p, vl)]);
+        queue.into_iter().flatten().map(|&id| self.packets.get(id).ingress_port)
     }
 
     /// Makes sure port `x`'s timer fires at `at` or earlier.
