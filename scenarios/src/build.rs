@@ -783,16 +783,17 @@ impl Loaded {
             RoutingSpec::Dmodk => RoutePick::DModK,
             RoutingSpec::Adaptive => RoutePick::Adaptive,
         };
+        let ethernet_kind = f.kind == FabricKind::Ethernet;
         let ib = if ib_kind {
             Some(self.build_ib(f.infiniband.as_ref(), (mtu + header) as u32)?)
-        } else if roce_kind
+        } else if (roce_kind || ethernet_kind)
             && (matches!(self.scenario.topology, TopologySpec::Cluster { .. })
                 || matches!(&self.scenario.topology, TopologySpec::Custom { devices, links, .. }
                     if !devices.is_empty() || links.iter().any(|l| l.kind.as_deref() == Some("infiniband"))))
         {
-            // The servers of a RoCEv2 cluster keep their credit-based NVLink/PCIe links and
-            // cut-through devices, and a custom topology's InfiniBand switches their credits;
-            // only the Ethernet network runs PFC (`fabrics::engine::Device`).
+            // The servers of a RoCEv2 or Ethernet cluster keep their credit-based NVLink/PCIe
+            // links and cut-through devices, and a custom topology's InfiniBand switches their
+            // credits; only the Ethernet network runs PFC, or nothing (`fabrics::engine::Device`).
             Some(ib::IbConfig::server_layer())
         } else {
             None
@@ -812,6 +813,7 @@ impl Loaded {
             marking: AnyMarking::None,
             seed: self.scenario.scenario.seed,
             route_pick,
+            lossy_network: ethernet_kind && ib.is_some(),
             ib,
             roce,
             device_latency: fabrics::engine::DeviceLatency::default(),

@@ -135,11 +135,12 @@ end_time = "20ms"
 }
 
 /// The per-server stage of a hierarchical AllReduce on one active server (its 8 GPUs, no
-/// network traffic) takes the same time to the picosecond on the NDR InfiniBand cluster and on
-/// the 400G RoCEv2 cluster: inside a server nothing depends on the network's discipline,
-/// header or switch. Checked on the flows' finish times, per flow, exactly.
+/// network traffic) takes the same time to the picosecond on the NDR InfiniBand cluster, the
+/// 400G RoCEv2 cluster and the 400G Ethernet cluster: inside a server nothing depends on the
+/// network's discipline, header or switch. Checked on the flows' finish times, per flow,
+/// exactly.
 #[test]
-fn server_stage_is_the_same_on_infiniband_and_rocev2_clusters() {
+fn server_stage_is_the_same_on_infiniband_rocev2_and_ethernet_clusters() {
     let dir = tempfile::tempdir().unwrap();
     // A ring AllReduce over the 8 GPUs of server 0 (hosts 0..7): NVLink and NVSwitch only.
     let workload = r#"
@@ -156,6 +157,7 @@ class = 3
     for (name, fabric, extra) in [
         ("ib", "infiniband", ""),
         ("roce", "rocev2", "\n[fabric.roce]\nlossless = [3]\nlossy = [0, 6]\n"),
+        ("eth", "ethernet", ""),
     ] {
         let text = CLUSTER.replace("NAME", name).replace("FABRIC", fabric) + extra + workload;
         let out = run_scenario(dir.path(), name, &text);
@@ -180,6 +182,80 @@ class = 3
         finish[0], finish[1],
         "per-flow finish times differ between the IB and the RoCEv2 cluster"
     );
+    assert_eq!(
+        finish[0], finish[2],
+        "per-flow finish times differ between the IB and the Ethernet cluster"
+    );
+}
+
+/// A GPU cluster on the lossy base Ethernet fabric keeps its servers' credit-based devices:
+/// a 15-to-1 incast across the network (GPU 0 of 15 servers into GPU 0 of server 0, 400G)
+/// drops in the network's output-queued switches and nowhere inside a server; the senders'
+/// servers hold their GPUs back with PCIe/NVLink credits (credit stalls inside them, no drop).
+#[test]
+fn ethernet_cluster_drops_only_in_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let senders: Vec<String> = (1..16)
+        .map(|s| format!("{{ src = {}, dst = 0, size = \"2MiB\" }}", s * 8))
+        .collect();
+    let text = CLUSTER.replace("NAME", "eth_incast").replace("FABRIC", "ethernet")
+        + &format!("\n[[workload]]\nkind = \"flows\"\nflows = [{}]\n", senders.join(", "));
+    let out = run_scenario(dir.path(), "eth_incast", &text);
+    let rows = ports(&out);
+    let mut net_drops = 0.0;
+    for r in &rows {
+        if in_server(r) {
+            assert_eq!(
+                num(r, "drops"),
+                0.0,
+                "port {} of {} (inside a server)",
+                r["port"],
+                r["node"]
+            );
+        } else {
+            net_drops += num(r, "drops");
+        }
+    }
+    assert!(net_drops > 0.0, "a 15-to-1 incast on a lossy network drops");
+    let sm: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(sm["counters"]["ib_credit_stall_ps"].as_u64().unwrap() > 0, "{sm:#}");
+    assert_eq!(sm["packets"]["dropped"].as_f64().unwrap(), net_drops, "{sm:#}");
+
+    // Two PCIe 4.0 servers' GPUs into one GPU of a third: the leaf delivers 400G into the
+    // receiving NIC, whose PCIe side takes less; nothing holds the leaf back (no PFC), so the
+    // NIC's receive buffer overflows and drops, counted at its network port.
+    let text = r#"[scenario]
+name = "eth_nic"
+[topology]
+kind = "cluster"
+servers = 3
+server = "pcie_gen4"
+k = 4
+nic_link = { rate = "400Gbps", cable_m = 5 }
+fabric_link = { rate = "400Gbps", cable_m = 20 }
+[fabric]
+kind = "ethernet"
+[[workload]]
+kind = "flows"
+flows = [{ src = 8, dst = 0, size = "4MiB" }, { src = 16, dst = 0, size = "4MiB" }]
+"#;
+    let out = run_scenario(dir.path(), "eth_nic", text);
+    let rows = ports(&out);
+    let nic = rows
+        .iter()
+        .find(|r| r["node"] == "s0.nic0" && r["peer"] == "edge0.0")
+        .expect("server 0's NIC port");
+    assert!(num(nic, "drops") > 0.0, "the receiving NIC drops: {nic:?}");
+    for r in rows.iter().filter(|r| in_server(r)) {
+        assert_eq!(
+            num(r, "drops"),
+            0.0,
+            "port {} of {} (inside a server)",
+            r["port"],
+            r["node"]
+        );
+    }
 }
 
 /// Traffic for another server leaves through the GPU's own NIC (`gpu_nic = "own"`, the

@@ -172,6 +172,10 @@ pub struct EngineConfig {
     pub device_latency: DeviceLatency,
     /// Striping and speed-up of GPU hubs and NVSwitch chips.
     pub crossbar: Crossbar,
+    /// The network switches are the base fabric's output-queued Ethernet switches although
+    /// [`EngineConfig::ib`] holds a credit layer: it is the servers' own (a GPU cluster on
+    /// `ethernet`, `engine/device.rs`). `buffer` then applies to those switches.
+    pub lossy_network: bool,
 }
 
 impl Default for EngineConfig {
@@ -192,6 +196,7 @@ impl Default for EngineConfig {
             roce: None,
             device_latency: DeviceLatency::default(),
             crossbar: Crossbar::default(),
+            lossy_network: false,
         }
     }
 }

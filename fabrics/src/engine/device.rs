@@ -3,12 +3,12 @@
 //! a fabric kind, so one run can compose NVSwitch crossbars and PCIe switches (credit devices
 //! on credit links) inside servers with RoCEv2 switches (PFC links) between them.
 //!
-//! | node kind | no lossless layer | InfiniBand run | RoCEv2 run | RoCEv2 cluster |
-//! |---|---|---|---|---|
-//! | endpoint (host, GPU) | `OqHost` | `CreditHost` | `RoceHost` | `RoceHost` |
-//! | network switch | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `RoceSwitch` |
-//! | GPU hub, NVSwitch, PCIe switch, root complex, NIC | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `CreditSwitch` |
-//! | network switch with an InfiniBand link | - | `CreditSwitch` | - | `CreditSwitch` |
+//! | node kind | no lossless layer | InfiniBand run | RoCEv2 run | RoCEv2 cluster | Ethernet cluster |
+//! |---|---|---|---|---|---|
+//! | endpoint (host, GPU) | `OqHost` | `CreditHost` | `RoceHost` | `RoceHost` | `CreditHost` |
+//! | network switch | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `RoceSwitch` | `OqSwitch` |
+//! | GPU hub, NVSwitch, PCIe switch, root complex, NIC | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `CreditSwitch` | `CreditSwitch` |
+//! | network switch with an InfiniBand link | - | `CreditSwitch` | - | `CreditSwitch` | - |
 //!
 //! "RoCEv2 cluster" is a RoCEv2 run whose [`EngineConfig::ib`] holds the servers' credit layer
 //! (set by the scenario loader for a `cluster` on `rocev2`, and for a custom topology with
@@ -16,7 +16,14 @@
 //! and cut-through devices, the network its PFC/ECN switches, and the NIC is where one hands
 //! over to the other (credits on its PCIe side, PFC on its network side).
 //!
-//! In such a run a network switch with an InfiniBand link is an InfiniBand switch
+//! "Ethernet cluster" is a run whose `ib` holds the servers' credit layer and whose
+//! [`EngineConfig::lossy_network`] is set (a `cluster`, or a custom topology with server
+//! devices, on `ethernet`): the servers are the same credit devices, the network the base
+//! fabric's output-queued switches with tail drop, and the NIC hands over with no flow
+//! control on its network side: PCIe credits hold the GPU back, the network drops, and a NIC
+//! whose receive buffer is full drops what the network still sends it.
+//!
+//! In a RoCEv2 cluster a network switch with an InfiniBand link is an InfiniBand switch
 //! (`CreditSwitch`: per-VL input buffers, VL arbitration, cut-through), so a custom topology
 //! can join an InfiniBand island to an Ethernet one. A switch with both kinds of link is the
 //! gateway between them: credits on its InfiniBand links, PFC (it pauses and obeys PAUSE) on
@@ -60,6 +67,7 @@ impl Device {
             (false, false) if host => Device::OqHost,
             (false, false) => Device::OqSwitch,
             (true, false) if host => Device::CreditHost,
+            (true, false) if cfg.lossy_network && !server_internal => Device::OqSwitch,
             (true, false) => Device::CreditSwitch,
             (_, true) if host => Device::RoceHost,
             (true, true) if server_internal || infiniband_link => Device::CreditSwitch,

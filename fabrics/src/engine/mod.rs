@@ -669,6 +669,18 @@ impl Fabric {
         }
     }
 
+    /// Packet `id` is dropped at port `p`: counted there, in its flow and in the totals.
+    fn drop_packet(&mut self, p: u32, id: u32) {
+        let pkt = *self.packets.get(id);
+        let port = &mut self.ports[p as usize];
+        port.stats.drops += 1;
+        port.stats.drop_bytes += pkt.wire_bytes as u64;
+        self.records[pkt.flow as usize].packets_dropped += 1;
+        self.totals.packets_dropped += 1;
+        self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
+        self.packets.free(id);
+    }
+
     /// A packet reaches switch egress port `p`'s queue.
     fn enqueue<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
@@ -680,14 +692,8 @@ impl Fabric {
             queued_bytes: port.queued_bytes,
         };
         if !self.buffer.admit(view, pkt.wire_bytes) {
-            let port = &mut self.ports[p as usize];
-            port.stats.drops += 1;
-            port.stats.drop_bytes += pkt.wire_bytes as u64;
-            self.records[pkt.flow as usize].packets_dropped += 1;
-            self.totals.packets_dropped += 1;
-            self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
             self.flow_control.on_buffer_freed(pkt.ingress_port, pkt.wire_bytes, now);
-            self.packets.free(id);
+            self.drop_packet(p, id);
             return;
         }
         let port = &mut self.ports[p as usize];

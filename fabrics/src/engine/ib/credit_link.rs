@@ -90,10 +90,12 @@ impl Fabric {
     /// Buffer space of ingress (`x`, `vl`) changed: schedule a flow-control packet under the
     /// update policy.
     pub(in crate::engine) fn ib_credit_update<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
-        if self.link_fc[x as usize] == LinkFc::Pfc {
+        match self.link_fc[x as usize] {
+            LinkFc::Credit => {}
             // No credits cross a PFC link: freed space may end a PAUSE instead.
-            self.credit_pfc_check(s, x, vl);
-            return;
+            LinkFc::Pfc => return self.credit_pfc_check(s, x, vl),
+            // Nor a lossy Ethernet link: nobody is told.
+            LinkFc::None => return,
         }
         let now = s.now();
         let ib = self.ibs();

@@ -526,6 +526,12 @@ impl Fabric {
         }
         // A switch input buffer.
         let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
+        if self.link_fc[x as usize] == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
+            // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender
+            // back, so a full buffer drops (tail drop, counted at the port it arrived on).
+            self.drop_packet(x, id);
+            return;
+        }
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(

@@ -139,6 +139,11 @@ impl Fabric {
                 }
                 continue;
             }
+            if fc == LinkFc::None {
+                // A NIC's network side on a lossy Ethernet network: nothing holds it back.
+                ready |= 1 << vl;
+                continue;
+            }
             let b = self.pkt_blocks_on(p, head) as u64;
             if b <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
