@@ -31,8 +31,71 @@
 //! stays the run's (RoCEv2 queue pairs end to end); the gateway re-frames, it does not
 //! terminate connections.
 
-use super::EngineConfig;
+use super::{EngineConfig, Ev, Fabric};
 use crate::topology::{LinkKind, NodeKind};
+use sim_core::{EventQueue, Scheduler};
+
+/// The hooks of one device model, each model in its own file (`impl DeviceModel for X`,
+/// where `X` is named as its [`Device`] variant); the engine core reaches them only through
+/// [`Device`]'s dispatch below, one match arm per variant and hook. A model's state lives in
+/// the fabric's per-port and per-node arrays (struct-of-arrays, for the hot path), so a hook
+/// takes the fabric; it touches its own node's ports and puts packets on links
+/// (`Fabric::transmit`), never another node's state.
+pub(super) trait DeviceModel {
+    /// A packet came out of the pipe of port `p` into this device (the node at `p`'s far end,
+    /// when its head is in for a cut-through device, all of it for the others).
+    fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32);
+    /// Port `p` of this device may be able to send now (idle, credits back, PAUSE over, a
+    /// packet queued): pick what goes next and transmit it.
+    fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32);
+    /// Port `p` of this device finished serializing (its `TxDone` event fired).
+    fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32);
+    /// Endpoints: flow `i` starts at host `h` (its bytes are ready to send).
+    fn flow_started<Q: EventQueue<Ev>>(_f: &mut Fabric, _s: &mut Scheduler<Ev, Q>, _h: u32, _i: u32) {
+        unreachable!("flows start only at endpoints")
+    }
+    /// Endpoints: host `h`'s NIC wake-up fired (a paced flow may send again).
+    fn nic_wake<Q: EventQueue<Ev>>(_f: &mut Fabric, _s: &mut Scheduler<Ev, Q>, _h: u32) {
+        unreachable!("only endpoints pace")
+    }
+}
+
+/// The hooks of the device of each variant.
+macro_rules! dispatch {
+    ($device:expr, $hook:ident ( $($arg:expr),* )) => {
+        match $device {
+            Device::OqHost => <super::nic::OqHost as DeviceModel>::$hook($($arg),*),
+            Device::OqSwitch => <super::oq_switch::OqSwitch as DeviceModel>::$hook($($arg),*),
+            Device::CreditHost => <super::ib::CreditHost as DeviceModel>::$hook($($arg),*),
+            Device::CreditSwitch => <super::ib::CreditSwitch as DeviceModel>::$hook($($arg),*),
+            Device::RoceHost => <super::roce::RoceHost as DeviceModel>::$hook($($arg),*),
+            Device::RoceSwitch => <super::roce::RoceSwitch as DeviceModel>::$hook($($arg),*),
+        }
+    };
+}
+
+impl Device {
+    #[inline]
+    pub(super) fn arrive<Q: EventQueue<Ev>>(self, f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        dispatch!(self, arrive(f, s, p, id))
+    }
+    #[inline]
+    pub(super) fn kick<Q: EventQueue<Ev>>(self, f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        dispatch!(self, kick(f, s, p))
+    }
+    #[inline]
+    pub(super) fn tx_done<Q: EventQueue<Ev>>(self, f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        dispatch!(self, tx_done(f, s, p))
+    }
+    #[inline]
+    pub(super) fn flow_started<Q: EventQueue<Ev>>(self, f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32, i: u32) {
+        dispatch!(self, flow_started(f, s, h, i))
+    }
+    #[inline]
+    pub(super) fn nic_wake<Q: EventQueue<Ev>>(self, f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
+        dispatch!(self, nic_wake(f, s, h))
+    }
+}
 
 /// The switching discipline of one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

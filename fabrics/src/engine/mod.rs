@@ -41,6 +41,7 @@ mod device;
 mod ib;
 mod ideal;
 mod nic;
+mod oq_switch;
 mod packet;
 mod port;
 mod results;
@@ -59,8 +60,7 @@ pub use roce::{
     RoceCc, RoceConfig, RocePortStats, RoceState, RoceTotals, headroom_bound_bytes,
 };
 
-use crate::models::buffer::QueueView;
-use crate::models::{AnyBuffer, AnyCc, AnyFlowControl, AnyMarking, BufferModel, FixedRate, LinkFlowControl, Marking};
+use crate::models::{AnyBuffer, AnyCc, AnyFlowControl, AnyMarking, FixedRate, LinkFlowControl};
 use crate::routing::{Routes, ecmp_pick, flow_hash};
 use crate::topology::{NodeKind, Topology};
 use crate::traffic::FlowSpec;
@@ -629,46 +629,6 @@ impl Fabric {
         self.totals.link_hops += 1;
     }
 
-    /// Sends the head of port `p`'s queue if the port is idle and flow control allows; arms
-    /// `TxDone` when more packets wait.
-    fn try_start_queued<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
-        let now = s.now();
-        let port = &self.ports[p as usize];
-        if port.busy_until > now || port.txdone_pending {
-            return;
-        }
-        let Some(&id) = port.queue.front() else { return };
-        let wire = self.packets.get(id).wire_bytes;
-        if !self.flow_control.may_send(p, wire, now) {
-            return; // the flow-control model wakes the port when it may send again
-        }
-        let port = &mut self.ports[p as usize];
-        port.queue.pop_front();
-        port.queued_bytes -= wire as u64;
-        let queued = port.queued_bytes;
-        port.stats.queue_bytes.set(now, queued);
-        let ingress_port = self.packets.get(id).ingress_port;
-        self.buffer.on_dequeue(
-            QueueView {
-                port: p,
-                ingress_port,
-                queued_bytes: queued,
-            },
-            wire,
-        );
-        if self.marking.mark_on_dequeue(p, queued) {
-            self.packets.get_mut(id).marked = true;
-        }
-        self.flow_control.on_buffer_freed(ingress_port, wire, now);
-        self.start_tx(s, p, id);
-        let port = &mut self.ports[p as usize];
-        if !port.queue.is_empty() {
-            port.txdone_pending = true;
-            let at = port.busy_until;
-            s.schedule(at, Origin(p), Ev::TxDone(p));
-        }
-    }
-
     /// Packet `id` is dropped at port `p`: counted there, in its flow and in the totals.
     fn drop_packet(&mut self, p: u32, id: u32) {
         let pkt = *self.packets.get(id);
@@ -679,38 +639,6 @@ impl Fabric {
         self.totals.packets_dropped += 1;
         self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;
         self.packets.free(id);
-    }
-
-    /// A packet reaches switch egress port `p`'s queue.
-    fn enqueue<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
-        let now = s.now();
-        let pkt = *self.packets.get(id);
-        let port = &self.ports[p as usize];
-        let view = QueueView {
-            port: p,
-            ingress_port: pkt.ingress_port,
-            queued_bytes: port.queued_bytes,
-        };
-        if !self.buffer.admit(view, pkt.wire_bytes) {
-            self.flow_control.on_buffer_freed(pkt.ingress_port, pkt.wire_bytes, now);
-            self.drop_packet(p, id);
-            return;
-        }
-        let port = &mut self.ports[p as usize];
-        port.queue.push_back(id);
-        port.queued_bytes += pkt.wire_bytes as u64;
-        let queued = port.queued_bytes;
-        port.stats.queue_bytes.set(now, queued);
-        if port.txdone_pending {
-            return; // the pending TxDone will serve the queue
-        }
-        if port.busy_until <= now {
-            self.try_start_queued(s, p);
-        } else {
-            port.txdone_pending = true;
-            let at = port.busy_until;
-            s.schedule(at, Origin(p), Ev::TxDone(p));
-        }
     }
 
     /// The head of port `p`'s control pipe arrives at the far end: a link-level frame for the
@@ -736,20 +664,8 @@ impl Fabric {
 
     /// Port `p` may have something to send now: its device looks.
     fn kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
-        let node = self.ports[p as usize].node;
-        match self.ports[p as usize].device {
-            Device::OqHost => {
-                let h = self.host_of_node[node as usize];
-                self.nic_send(s, h);
-            }
-            Device::OqSwitch => self.try_start_queued(s, p),
-            Device::CreditHost => {
-                let h = self.host_of_node[node as usize];
-                self.ib_nic_send(s, h);
-            }
-            Device::CreditSwitch => self.ib_switch_try_start(s, p),
-            Device::RoceHost | Device::RoceSwitch => self.roce_kick(s, p),
-        }
+        let device = self.ports[p as usize].device;
+        device.kick(self, s, p);
     }
 
     /// Puts packet `id` on port `p` now, in the link's own framing; returns when the port is
@@ -818,20 +734,8 @@ impl Fabric {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::Arrive(p));
         }
-        let port = &self.ports[p as usize];
-        let node = port.peer_node;
-        let in_port = port.peer_port;
-        match port.peer_device {
-            Device::CreditHost | Device::CreditSwitch => return self.ib_on_arrive(s, p, id),
-            Device::RoceHost | Device::RoceSwitch => return self.roce_on_arrive(s, p, id),
-            Device::OqHost => return self.deliver(s, id),
-            Device::OqSwitch => {}
-        }
-        let pkt = self.packets.get_mut(id);
-        pkt.ingress_port = in_port;
-        let (dst, hash) = (pkt.dst_host, pkt.flow_hash);
-        let out = self.route(node, dst, hash);
-        self.enqueue(s, out, id);
+        let device = self.ports[p as usize].peer_device;
+        device.arrive(self, s, p, id);
     }
 
     /// The egress port switch `node` sends a packet to `dst` on: one of the next hops, chosen
@@ -956,17 +860,7 @@ impl Fabric {
             return;
         }
         let node = self.ports[self.nics[src as usize].port as usize].node;
-        match self.device[node as usize] {
-            Device::CreditHost => {
-                self.ib_flow_started(i);
-                self.ib_nic_send(s, src);
-            }
-            Device::RoceHost => self.roce_flow_started(s, i),
-            _ => {
-                self.nics[src as usize].active.push_back(i);
-                self.nic_send(s, src);
-            }
-        }
+        self.device[node as usize].flow_started(self, s, src, i);
     }
 
     /// A dependent flow starts (its dependencies are delivered and its gap has passed).
@@ -1089,25 +983,17 @@ impl Model for Fabric {
         match ev {
             Ev::Arrive(p) => self.on_arrive(s, p),
             Ev::CtrlArrive(p) => self.on_ctrl_arrive(s, p),
-            Ev::TxDone(p) => match self.ports[p as usize].device {
-                Device::CreditHost | Device::CreditSwitch => self.ib_on_txdone(s, p),
-                Device::RoceHost | Device::RoceSwitch => self.roce_on_txdone(s, p),
-                Device::OqHost | Device::OqSwitch => {
-                    self.ports[p as usize].txdone_pending = false;
-                    self.try_start_queued(s, p);
-                }
-            },
+            Ev::TxDone(p) => {
+                let device = self.ports[p as usize].device;
+                device.tx_done(self, s, p);
+            }
             Ev::NicWake(h) => {
                 let nic = &mut self.nics[h as usize];
                 if nic.wake_at == s.now() {
                     nic.wake_at = SimTime::MAX;
                 }
                 let node = self.ports[nic.port as usize].node;
-                match self.device[node as usize] {
-                    Device::CreditHost => self.ib_nic_send(s, h),
-                    Device::RoceHost => self.roce_nic_wake(s, h),
-                    _ => self.nic_send(s, h),
-                }
+                self.device[node as usize].nic_wake(self, s, h);
             }
             Ev::FlowArrival => self.on_flow_arrival(s),
             Ev::PortTimer(p) => {

@@ -4,9 +4,34 @@
 //! congestion control holds back. Packets are cut just in time (when the port is free), so
 //! a NIC holds no packet queue and a long flow costs no memory up front.
 
+use super::device::DeviceModel;
 use super::{Ev, Fabric, Packet, PacketKind};
 use crate::models::CongestionControl;
 use sim_core::{EventQueue, Scheduler, SimTime};
+
+/// The base fabric's endpoint (`Device::OqHost`): this NIC, and delivery.
+pub(super) struct OqHost;
+
+impl DeviceModel for OqHost {
+    fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, _p: u32, id: u32) {
+        f.deliver(s, id);
+    }
+    fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let h = f.host_of_node[f.ports[p as usize].node as usize];
+        f.nic_send(s, h);
+    }
+    fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.ports[p as usize].txdone_pending = false;
+        f.try_start_queued(s, p);
+    }
+    fn flow_started<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32, i: u32) {
+        f.nics[h as usize].active.push_back(i);
+        f.nic_send(s, h);
+    }
+    fn nic_wake<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
+        f.nic_send(s, h);
+    }
+}
 
 impl Fabric {
     /// Lets host `h`'s NIC send its next packet if its port is idle and a flow may send.

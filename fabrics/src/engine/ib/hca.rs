@@ -4,6 +4,31 @@
 
 use super::*;
 
+/// The endpoint on credit links (`Device::CreditHost`): an InfiniBand HCA, or a GPU doing
+/// load/store inside a server.
+pub(in crate::engine) struct CreditHost;
+
+impl DeviceModel for CreditHost {
+    /// Take the packet into memory and return its credits (a CNP slows the flow).
+    fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        f.ib_on_arrive(s, p, id);
+    }
+    fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let h = f.host_of_node[f.ports[p as usize].node as usize];
+        f.ib_nic_send(s, h);
+    }
+    fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.ib_on_txdone(s, p);
+    }
+    fn flow_started<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32, i: u32) {
+        f.ib_flow_started(i);
+        f.ib_nic_send(s, h);
+    }
+    fn nic_wake<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
+        f.ib_nic_send(s, h);
+    }
+}
+
 impl Fabric {
     /// The destination of a FECN-marked packet of `flow` sends a congestion notification.
     pub(in crate::engine) fn ib_queue_cnp<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, flow: u32, vl: u8) {

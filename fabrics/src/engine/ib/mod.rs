@@ -69,6 +69,7 @@
 //! with `victim_mask`. The destination HCA answers a FECN packet with a congestion
 //! notification packet (BECN) to the source, whose flow then slows down (`ib/cc.rs`).
 
+use super::device::DeviceModel;
 use super::{Ev, Fabric, LinkFc, Packet, PacketKind, XbarArbitration};
 use crate::ib::cc::MarkCounter;
 use crate::ib::vlarb::VlArbiter;
@@ -82,6 +83,9 @@ mod credit_link;
 mod crossbar;
 mod hca;
 mod switch;
+
+pub(in crate::engine) use hca::CreditHost;
+pub(in crate::engine) use switch::CreditSwitch;
 
 /// Packets of a virtual output queue a crossbar output looks at for a free input (finite
 /// speed-up): a bound on the work per decision.

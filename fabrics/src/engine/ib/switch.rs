@@ -4,6 +4,24 @@
 
 use super::*;
 
+/// The cut-through credit device (`Device::CreditSwitch`): InfiniBand switch, NVSwitch chip,
+/// GPU hub, PCIe switch, root complex, NIC.
+pub(in crate::engine) struct CreditSwitch;
+
+impl DeviceModel for CreditSwitch {
+    /// Take the packet into its input buffer (credits guarantee room), route it, queue it
+    /// for its output (input FIFO or virtual output queue).
+    fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        f.ib_on_arrive(s, p, id);
+    }
+    fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.ib_switch_try_start(s, p);
+    }
+    fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.ib_on_txdone(s, p);
+    }
+}
+
 impl Fabric {
     /// HOQLife expired for the head of input (`x`, `vl`): drop it.
     pub(in crate::engine) fn ib_drop_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {

@@ -3,6 +3,28 @@
 
 use super::*;
 
+/// The RoCEv2 endpoint (`Device::RoceHost`): queue pairs with congestion control, ACK, CNP,
+/// go-back-N for flows that cross the network; load/store inside a server.
+pub(in crate::engine) struct RoceHost;
+
+impl DeviceModel for RoceHost {
+    fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        f.roce_on_arrive(s, p, id);
+    }
+    fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.roce_kick(s, p);
+    }
+    fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.roce_on_txdone(s, p);
+    }
+    fn flow_started<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, _h: u32, i: u32) {
+        f.roce_flow_started(s, i);
+    }
+    fn nic_wake<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
+        f.roce_nic_wake(s, h);
+    }
+}
+
 impl Fabric {
     /// Host `h`'s NIC (port `p`): the next control packet, else the next data packet of a
     /// flow that congestion control and PFC allow (round-robin). Arms the NIC's wake-up when

@@ -33,6 +33,7 @@
 //! cyclic buffer dependency with every member paused for at least one refresh period). Found:
 //! the cycle and the time it closed are recorded and the run ends ([`RoceState::deadlock`]).
 
+use super::device::DeviceModel;
 use super::{Device, Ev, Fabric, LinkFc, Packet, PacketKind};
 use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
 use crate::models::cc::{DcqcnParams, TimelyParams};
@@ -54,7 +55,9 @@ mod switch;
 
 pub use config::*;
 pub use deadlock::Deadlock;
+pub(in crate::engine) use host::RoceHost;
 use switch::PrioQueue;
+pub(in crate::engine) use switch::RoceSwitch;
 
 const NP: usize = N_PRIORITIES;
 

@@ -4,6 +4,23 @@
 
 use super::*;
 
+/// The shared-buffer Ethernet switch (`Device::RoceSwitch`): MMU admission, 8 priorities, PFC,
+/// ECN, strict priority + DWRR.
+pub(in crate::engine) struct RoceSwitch;
+
+impl DeviceModel for RoceSwitch {
+    /// Admit the packet to the MMU (or drop it), queue it at its egress (port, priority).
+    fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        f.roce_on_arrive(s, p, id);
+    }
+    fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.roce_kick(s, p);
+    }
+    fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
+        f.roce_on_txdone(s, p);
+    }
+}
+
 /// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
 /// are read together on every enqueue and departure, so they share a cache line.
 #[derive(Clone, Debug, Default)]
