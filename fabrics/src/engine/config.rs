@@ -82,7 +82,7 @@ impl Default for Crossbar {
 /// Crossbar arbitration of GPU hubs and NVSwitch chips: which packet of its virtual output
 /// queue a free output takes (`engine/ib/` module docs, `docs/models/nvlink.md`). "Eligible"
 /// means its input is free to move a packet into the crossbar (always, with unlimited
-/// speed-up). Only the first [`crate::engine::XBAR_SCAN_MAX`] packets of a queue are looked at.
+/// speed-up). Only the first [`crate::models::crossbar::oldest::SCAN_MAX`] packets of a queue are looked at.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum XbarArbitration {
     /// The oldest eligible packet (greedy output-first matching; with unlimited speed-up the

@@ -13,21 +13,26 @@ use sim_core::{EventQueue, Scheduler, SimTime};
 pub(super) struct OqHost;
 
 impl DeviceModel for OqHost {
+    #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, _p: u32, id: u32) {
         f.deliver(s, id);
     }
+    #[inline]
     fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         let h = f.host_of_node[f.ports[p as usize].node as usize];
         f.nic_send(s, h);
     }
+    #[inline]
     fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.ports[p as usize].txdone_pending = false;
         f.try_start_queued(s, p);
     }
+    #[inline]
     fn flow_started<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32, i: u32) {
         f.nics[h as usize].active.push_back(i);
         f.nic_send(s, h);
     }
+    #[inline]
     fn nic_wake<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
         f.nic_send(s, h);
     }

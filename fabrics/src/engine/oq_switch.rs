@@ -16,6 +16,7 @@ pub(super) struct OqSwitch;
 
 impl DeviceModel for OqSwitch {
     /// Route the packet and queue it at its egress port (or drop it there).
+    #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let port = &f.ports[p as usize];
         let (node, in_port) = (port.peer_node, port.peer_port);
@@ -26,10 +27,12 @@ impl DeviceModel for OqSwitch {
         f.enqueue(s, out, id);
     }
 
+    #[inline]
     fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.try_start_queued(s, p);
     }
 
+    #[inline]
     fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.ports[p as usize].txdone_pending = false;
         f.try_start_queued(s, p);

@@ -106,6 +106,9 @@ impl Fabric {
         let o = ib.ix(p, vl);
         let id = ib.voq[o].pop_front().expect("a head to drop");
         let x = self.packets.get(id).ingress_port;
+        let ib = self.ibs();
+        let i = ib.ix(x, vl);
+        ib.voq_unvote(i, p);
         self.ib_hoq_drop(s, p, x, vl, id);
         self.ib_voq_new_head(s, p, vl);
     }

@@ -10,26 +10,57 @@ pub(in crate::engine) struct CreditHost;
 
 impl DeviceModel for CreditHost {
     /// Take the packet into memory and return its credits (a CNP slows the flow).
+    #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
-        f.ib_on_arrive(s, p, id);
+        f.ib_host_arrive(s, p, id);
     }
+    #[inline]
     fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         let h = f.host_of_node[f.ports[p as usize].node as usize];
         f.ib_nic_send(s, h);
     }
+    #[inline]
     fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.ib_on_txdone(s, p);
     }
+    #[inline]
     fn flow_started<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32, i: u32) {
         f.ib_flow_started(i);
         f.ib_nic_send(s, h);
     }
+    #[inline]
     fn nic_wake<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
         f.ib_nic_send(s, h);
     }
 }
 
 impl Fabric {
+    /// A packet came out of port `p`'s pipe into an endpoint on a credit link: into memory at
+    /// once, its credits returned; a congestion notification slows its flow, a FECN-marked
+    /// packet makes the destination send one.
+    #[inline]
+    pub(in crate::engine) fn ib_host_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let x = self.ports[p as usize].peer_port;
+        let pkt = *self.packets.get(id);
+        let vl = pkt.vl;
+        self.ib_endpoint_accept(s, x, id);
+        if pkt.kind == PacketKind::Cnp {
+            self.packets.free(id);
+            self.ibs().totals.becn_received += 1;
+            let st = &mut self.flow_state[pkt.flow as usize];
+            st.cc.on_congestion_signal(now);
+            // The flow may have been waiting on its old rate; let the NIC look again.
+            let src = self.flows[pkt.flow as usize].src;
+            self.ib_nic_send(s, src);
+            return;
+        }
+        if pkt.marked && self.ibr().cfg.cc.is_some() {
+            self.ib_queue_cnp(s, pkt.flow, vl);
+        }
+        self.deliver(s, id);
+    }
+
     /// The destination of a FECN-marked packet of `flow` sends a congestion notification.
     pub(in crate::engine) fn ib_queue_cnp<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, flow: u32, vl: u8) {
         let now = s.now();

@@ -35,7 +35,8 @@
 //! HOQLife does not apply (NVLink has none). With a finite internal speed-up
 //! (`EngineConfig::crossbar`) an input moves one packet at a time into the crossbar, taking
 //! `wire / (link rate x speed-up)`; an output then takes the oldest packet whose input is free
-//! (a greedy output-first matching; the first [`XBAR_SCAN_MAX`] packets are looked at) and,
+//! (a greedy output-first matching; the first
+//! [`crate::models::crossbar::oldest::SCAN_MAX`] packets are looked at) and,
 //! finding none, retries on its port timer when the earliest of those inputs frees up.
 //!
 //! `Crossbar::arbitration` chooses among the packets an output may take ("eligible": its
@@ -86,10 +87,6 @@ mod switch;
 
 pub(in crate::engine) use hca::CreditHost;
 pub(in crate::engine) use switch::CreditSwitch;
-
-/// Packets of a virtual output queue a crossbar output looks at for a free input (finite
-/// speed-up): a bound on the work per decision.
-pub const XBAR_SCAN_MAX: usize = crate::models::crossbar::oldest::SCAN_MAX;
 
 /// Flow-control update state of one ingress port-VL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +144,10 @@ pub struct IbState {
     voq: Vec<VecDeque<u32>>,
     /// Per port: it belongs to a `voq` node (module docs).
     voq_port: Vec<bool>,
+    /// Per input port-VL of a `voq` node, for congestion-tree attribution only: the output
+    /// that most of its buffered packets wait for, kept by a majority vote over arrivals and
+    /// departures (Boyer-Moore: `(output, votes)`), so a stall never scans the queues.
+    voq_cause: Vec<(u32, u32)>,
     /// Per input port of a `voq` node: when its crossbar input is free again (finite
     /// speed-up only, `EngineConfig::crossbar`).
     xbar_free_at: Vec<SimTime>,
@@ -269,6 +270,7 @@ impl IbState {
             inq: vec![VecDeque::new(); n * nv],
             voq: vec![VecDeque::new(); n * nv],
             voq_port,
+            voq_cause: vec![(u32::MAX, 0); n * nv],
             xbar_free_at: vec![SimTime::ZERO; n],
             xbar_pick: [0; 16],
             xbar: AnyArbiter::new(xbar, n),
@@ -500,8 +502,9 @@ impl Fabric {
         }
     }
 
-    /// A packet came out of port `p`'s pipe at the node on the far end.
-    pub(super) fn ib_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+    /// A packet came out of port `p`'s pipe into a credit switch's input buffer.
+    #[inline]
+    pub(super) fn ib_switch_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
         let (node, x) = {
             let port = &self.ports[p as usize];
@@ -510,25 +513,6 @@ impl Fabric {
         let pkt = *self.packets.get(id);
         let b = self.pkt_blocks_on(x, id);
         let vl = pkt.vl;
-        if self.is_host[node as usize] {
-            self.ib_endpoint_accept(s, x, id);
-            if pkt.kind == PacketKind::Cnp {
-                self.packets.free(id);
-                self.ibs().totals.becn_received += 1;
-                let st = &mut self.flow_state[pkt.flow as usize];
-                st.cc.on_congestion_signal(now);
-                // The flow may have been waiting on its old rate; let the NIC look again.
-                let src = self.flows[pkt.flow as usize].src;
-                self.ib_nic_send(s, src);
-                return;
-            }
-            if pkt.marked && self.ibr().cfg.cc.is_some() {
-                self.ib_queue_cnp(s, pkt.flow, vl);
-            }
-            self.deliver(s, id);
-            return;
-        }
-        // A switch input buffer.
         let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
         if self.link_fc[x as usize] == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
             // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender
@@ -557,6 +541,7 @@ impl Fabric {
         let voq_was_empty = voq && ib.voq[o].is_empty();
         if voq {
             ib.voq[o].push_back(id);
+            ib.voq_vote(i, out);
         } else {
             ib.inq[i].push_back(id);
         }
@@ -580,6 +565,28 @@ impl Fabric {
 }
 
 impl IbState {
+    /// A packet of input lane `i` joined the virtual output queue of output `out`.
+    #[inline]
+    fn voq_vote(&mut self, i: usize, out: u32) {
+        let (cand, votes) = &mut self.voq_cause[i];
+        if *cand == out {
+            *votes += 1;
+        } else if *votes == 0 {
+            (*cand, *votes) = (out, 1);
+        } else {
+            *votes -= 1;
+        }
+    }
+
+    /// A packet of input lane `i` left the virtual output queue of output `out`.
+    #[inline]
+    fn voq_unvote(&mut self, i: usize, out: u32) {
+        let (cand, votes) = &mut self.voq_cause[i];
+        if *cand == out {
+            *votes = votes.saturating_sub(1);
+        }
+    }
+
     /// Bytes waiting for output `p`, all VLs.
     fn out_bytes_total(&self, p: u32) -> u64 {
         (0..self.nv as u8).map(|vl| self.out_bytes[self.ix(p, vl)]).sum()

@@ -11,12 +11,15 @@ pub(in crate::engine) struct CreditSwitch;
 impl DeviceModel for CreditSwitch {
     /// Take the packet into its input buffer (credits guarantee room), route it, queue it
     /// for its output (input FIFO or virtual output queue).
+    #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
-        f.ib_on_arrive(s, p, id);
+        f.ib_switch_arrive(s, p, id);
     }
+    #[inline]
     fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.ib_switch_try_start(s, p);
     }
+    #[inline]
     fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.ib_on_txdone(s, p);
     }
@@ -185,7 +188,10 @@ impl Fabric {
             let id = self.ibr().voq[o][k];
             let x = self.packets.get(id).ingress_port;
             self.xbar_granted(p, vl, x, now);
-            self.ibs().voq[o].remove(k).expect("ready VL has a packet");
+            let ib = self.ibs();
+            ib.voq[o].remove(k).expect("ready VL has a packet");
+            let i = ib.ix(x, vl);
+            ib.voq_unvote(i, p);
             if k == 0 {
                 self.ib_voq_new_head(s, p, vl);
             }
@@ -276,14 +282,19 @@ impl Fabric {
         }
         let x = port.peer_port;
         if ib.voq_port[x as usize] {
-            // Virtual output queues: the output holding most of this input's packets (the
-            // first XBAR_SCAN_MAX of each queue looked at), by port order on ties.
+            // Virtual output queues: the output most of this input's packets wait for. A
+            // majority vote kept as they come and go names it without a scan when one output
+            // leads; otherwise the queues are counted (the first `SCAN_MAX` of each).
+            let (out, votes) = ib.voq_cause[ib.ix(x, vl)];
+            if votes > 0 {
+                return out;
+            }
             let node = port.peer_node as usize;
             let mut best = (0usize, u32::MAX);
             for out in self.port_base[node]..self.port_base[node + 1] {
                 let held = ib.voq[ib.ix(out, vl)]
                     .iter()
-                    .take(XBAR_SCAN_MAX)
+                    .take(crate::models::crossbar::oldest::SCAN_MAX)
                     .filter(|&&id| self.packets.get(id).ingress_port == x)
                     .count();
                 if held > best.0 {

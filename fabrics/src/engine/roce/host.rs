@@ -8,18 +8,23 @@ use super::*;
 pub(in crate::engine) struct RoceHost;
 
 impl DeviceModel for RoceHost {
+    #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
-        f.roce_on_arrive(s, p, id);
+        f.roce_host_arrive(s, p, id);
     }
+    #[inline]
     fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.roce_kick(s, p);
     }
+    #[inline]
     fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.roce_on_txdone(s, p);
     }
+    #[inline]
     fn flow_started<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, _h: u32, i: u32) {
         f.roce_flow_started(s, i);
     }
+    #[inline]
     fn nic_wake<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, h: u32) {
         f.roce_nic_wake(s, h);
     }
@@ -92,5 +97,52 @@ impl Fabric {
     pub(in crate::engine) fn roce_nic_wake<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
         let p = self.nics[h as usize].port;
         self.roce_kick(s, p);
+    }
+
+    /// A packet came out of port `p`'s pipe into a RoCEv2 endpoint: data for the receiver, or
+    /// a CNP, ACK or NACK for the sender.
+    #[inline]
+    pub(in crate::engine) fn roce_host_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+        let now = s.now();
+        let (node, x) = {
+            let port = &self.ports[p as usize];
+            (port.peer_node, port.peer_port)
+        };
+        let pkt = *self.packets.get(id);
+        debug_assert!(self.is_host[node as usize]);
+        if self.link_fc[x as usize] == LinkFc::Credit {
+            // A GPU inside a server: its port takes the packet and returns the credits.
+            self.ib_endpoint_accept(s, x, id);
+        }
+        match pkt.kind {
+            PacketKind::Data => self.roce_receive(s, id),
+            PacketKind::Cnp => {
+                self.packets.free(id);
+                self.rs().totals.cnps_received += 1;
+                self.rs().port_stats[x as usize].cnps_rx += 1;
+                let f = pkt.flow;
+                self.flow_state[f as usize].cc.on_cnp(now);
+                self.roce_rearm_flow(s, f);
+            }
+            PacketKind::Ack => {
+                self.packets.free(id);
+                self.roce_on_ack(s, pkt.flow, pkt.aux, now.since(pkt.sent_at));
+            }
+            PacketKind::Nack => {
+                self.packets.free(id);
+                let f = pkt.flow;
+                self.roce_on_ack(s, f, pkt.aux, now.since(pkt.sent_at));
+                // A NACK for an offset already resent since the last go-back is stale
+                // (it was triggered by packets sent before the go-back): ignore it; if
+                // the resent packet is lost too, the timeout recovers.
+                let sent_pos = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
+                let r = self.rr().rewound_to[f as usize];
+                let stale = r != u64::MAX && r <= pkt.aux && pkt.aux < sent_pos;
+                if !stale {
+                    self.roce_go_back(s, f);
+                }
+            }
+            PacketKind::FlowControl | PacketKind::Pause => unreachable!("not on a RoCE host path"),
+        }
     }
 }

@@ -436,6 +436,7 @@ impl Fabric {
     }
 
     /// Port `p` may have something to send: start it now, or make sure `TxDone` comes.
+    #[inline(always)]
     pub(super) fn roce_kick<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         if !matches!(self.ports[p as usize].device, Device::RoceHost | Device::RoceSwitch) {
             // A credit device's port on a PFC link (a NIC's network side).
@@ -470,6 +471,7 @@ impl Fabric {
     }
 
     /// `TxDone` on a RoCE port.
+    #[inline(always)]
     pub(super) fn roce_on_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         self.ports[p as usize].txdone_pending = false;
         self.roce_try_start(s, p);
@@ -544,52 +546,15 @@ impl Fabric {
         }
     }
 
-    /// A packet came out of port `p`'s pipe at the node on the far end.
-    pub(super) fn roce_on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
+    /// A packet came out of port `p`'s pipe into a RoCEv2 switch: route, admit, queue.
+    #[inline]
+    pub(super) fn roce_switch_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
         let (node, x) = {
             let port = &self.ports[p as usize];
             (port.peer_node, port.peer_port)
         };
         let pkt = *self.packets.get(id);
-        if self.is_host[node as usize] {
-            if self.link_fc[x as usize] == LinkFc::Credit {
-                // A GPU inside a server: its port takes the packet and returns the credits.
-                self.ib_endpoint_accept(s, x, id);
-            }
-            match pkt.kind {
-                PacketKind::Data => self.roce_receive(s, id),
-                PacketKind::Cnp => {
-                    self.packets.free(id);
-                    self.rs().totals.cnps_received += 1;
-                    self.rs().port_stats[x as usize].cnps_rx += 1;
-                    let f = pkt.flow;
-                    self.flow_state[f as usize].cc.on_cnp(now);
-                    self.roce_rearm_flow(s, f);
-                }
-                PacketKind::Ack => {
-                    self.packets.free(id);
-                    self.roce_on_ack(s, pkt.flow, pkt.aux, now.since(pkt.sent_at));
-                }
-                PacketKind::Nack => {
-                    self.packets.free(id);
-                    let f = pkt.flow;
-                    self.roce_on_ack(s, f, pkt.aux, now.since(pkt.sent_at));
-                    // A NACK for an offset already resent since the last go-back is stale
-                    // (it was triggered by packets sent before the go-back): ignore it; if
-                    // the resent packet is lost too, the timeout recovers.
-                    let sent_pos = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
-                    let r = self.rr().rewound_to[f as usize];
-                    let stale = r != u64::MAX && r <= pkt.aux && pkt.aux < sent_pos;
-                    if !stale {
-                        self.roce_go_back(s, f);
-                    }
-                }
-                PacketKind::FlowControl | PacketKind::Pause => unreachable!("not on a RoCE host path"),
-            }
-            return;
-        }
-        // A switch: route, admit, queue.
         self.packets.get_mut(id).ingress_port = x;
         let out = self.route(node, pkt.dst_host, pkt.flow_hash);
         let prio = pkt.vl;

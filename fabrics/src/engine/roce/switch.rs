@@ -10,12 +10,15 @@ pub(in crate::engine) struct RoceSwitch;
 
 impl DeviceModel for RoceSwitch {
     /// Admit the packet to the MMU (or drop it), queue it at its egress (port, priority).
+    #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
-        f.roce_on_arrive(s, p, id);
+        f.roce_switch_arrive(s, p, id);
     }
+    #[inline]
     fn kick<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.roce_kick(s, p);
     }
+    #[inline]
     fn tx_done<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32) {
         f.roce_on_txdone(s, p);
     }
