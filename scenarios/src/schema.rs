@@ -293,6 +293,12 @@ pub struct RoceSpec {
     /// Dynamic-threshold alpha = 2^-alpha_shift, -8..=16 (default 3: alpha = 1/8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alpha_shift: Option<i8>,
+    /// Static XOFF threshold instead of the dynamic one: a lossless (ingress port, priority)
+    /// pauses its upstream when its shared-buffer use reaches this (ns3-rdma's static mode,
+    /// HPCC-sim's fixed threshold); not with `alpha_shift`. Lossy priorities keep the dynamic
+    /// threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xoff_threshold: Option<SizeSpec>,
     /// Lossless priorities (PFC) (default [3]); an empty list turns PFC off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lossless: Option<Vec<u8>>,
@@ -387,20 +393,117 @@ pub enum MarkPointSpec {
     Dequeue,
 }
 
-/// `[fabric.roce.cc]`, selected by `kind`.
+/// `[fabric.roce.cc]`, selected by `kind`: a preset, and any of its parameters set by hand
+/// (the hand-set ones win). Units, ranges, defaults per preset and sources:
+/// `docs/models/rocev2.md`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum RoceCcSpec {
     /// DCQCN; `preset` = `paper` (default) or `firmware` (NVIDIA ConnectX defaults).
-    Dcqcn {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        preset: Option<DcqcnPreset>,
-    },
+    Dcqcn(DcqcnSpec),
     /// TIMELY; `preset` = `reference` (default) or `hpcc_sim`.
-    Timely {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        preset: Option<TimelyPreset>,
-    },
+    Timely(TimelySpec),
+}
+
+/// `[fabric.roce.cc]` with `kind = "dcqcn"`: every DCQCN parameter of
+/// `fabrics::models::cc::dcqcn::DcqcnParams`, optional, the preset filling the rest.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DcqcnSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<DcqcnPreset>,
+    /// g, the gain of the α EWMA, a fraction in [1/65536, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<f64>,
+    /// α before the first CNP, a fraction in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_alpha: Option<f64>,
+    /// K, the α-decay period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha_timer: Option<TimeSpec>,
+    /// T, the rate-increase timer period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_increase_timer: Option<TimeSpec>,
+    /// B, wire bytes per byte-counter event ("0B": no byte counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_counter: Option<SizeSpec>,
+    /// F, increase events of fast recovery before additive increase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_recovery: Option<u32>,
+    /// R_AI, the additive increase of the target rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_ai: Option<RateSpec>,
+    /// R_HAI, the hyper increase of the target rate per hyper step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_hai: Option<RateSpec>,
+    /// R_min, the floor of the current rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rate: Option<RateSpec>,
+    /// A decrease keeps at least this percentage of the rate, 0..=100 (0: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_decrease_pct: Option<u32>,
+    /// At most one decrease per this period ("0s": every CNP decreases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decrease_period: Option<TimeSpec>,
+    /// When a CNP sets R_T to R_C: `always`, `after_increase`, `after_byte_increase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clamp_target_rate: Option<ClampSpec>,
+    /// Halve T and B in hyper increase (the author's ns3 code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyper_halves: Option<bool>,
+    /// The notification point's minimum interval between CNPs of one flow (also settable as
+    /// `[fabric.roce] cnp_interval`; not both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnp_interval: Option<TimeSpec>,
+}
+
+/// `[fabric.roce.cc]` with `kind = "timely"`: every parameter of
+/// `fabrics::models::cc::timely::TimelyParams`, optional, the preset filling the rest.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TimelySpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<TimelyPreset>,
+    /// Rate floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rate: Option<RateSpec>,
+    /// δ, the additive increment at the slowest host link rate (scaled with a faster NIC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<RateSpec>,
+    /// α, the EWMA weight of a new RTT difference, a fraction in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ewma_alpha: Option<f64>,
+    /// β, the multiplicative-decrease factor, a fraction in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// T_low: below it, always increase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_low: Option<TimeSpec>,
+    /// T_high: above it, always decrease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_high: Option<TimeSpec>,
+    /// minRTT, the normaliser of the RTT gradient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt: Option<TimeSpec>,
+    /// Consecutive non-positive gradients before hyper-active increase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hai_threshold: Option<u32>,
+    /// Acknowledged bytes per completion event ("0B": every ACK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SizeSpec>,
+}
+
+/// `[fabric.roce.cc] clamp_target_rate`.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ClampSpec {
+    /// Every decrease (the paper; ns3-rdma `CLAMP_TARGET_RATE 1`).
+    Always,
+    /// Only if an increase event happened since the last CNP (firmware
+    /// `CLAMP_TGT_RATE_AFTER_TIME_INC 1`).
+    AfterIncrease,
+    /// Only if a byte-counter event happened since the last CNP (ns3-rdma code default).
+    AfterByteIncrease,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -550,6 +653,11 @@ pub struct IbCcSpec {
     pub ccti_min: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccti_timer: Option<TimeSpec>,
+    /// The congestion-control table: 16-bit entries `shift << 14 | multiplier` (entry 0 = no
+    /// delay), at least `ccti_limit + 1` of them (default: 128 entries, entry i = multiplier
+    /// i, shift 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cct: Option<Vec<u16>>,
 }
 
 fn default_fabric_kind() -> FabricKind {
@@ -929,6 +1037,7 @@ pub fn names_at(field: &str) -> Option<String> {
         "fabric.crossbar.striping" => names_of::<StripingSpec>(false),
         "fabric.roce.ecn.preset" => names_of::<EcnPreset>(false),
         "fabric.roce.ecn.point" => names_of::<MarkPointSpec>(false),
+        "fabric.roce.cc.clamp_target_rate" => names_of::<ClampSpec>(false),
         _ => return None,
     })
 }
