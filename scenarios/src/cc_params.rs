@@ -261,3 +261,147 @@ pub fn timely_spec(preset: Option<TimelyPreset>, p: &TimelyParams) -> TimelySpec
         segment: Some(SizeSpec::from_bytes(p.segment_bytes)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::build::{Built, Loaded, load_str};
+    use fabrics::engine::RoceCc;
+    use fabrics::models::cc::dcqcn::TargetClamp;
+    use fabrics::models::{DcqcnParams, TimelyParams};
+    use sim_core::{BitsPerSec, Duration};
+
+    fn scenario(roce: &str) -> String {
+        format!(
+            r#"[scenario]
+name = "cc"
+[topology]
+kind = "custom"
+hosts = 3
+switches = 1
+links = [
+  {{ a = "h0", b = "s0", rate = "40Gbps" }},
+  {{ a = "h1", b = "s0", rate = "40Gbps" }},
+  {{ a = "h2", b = "s0", rate = "40Gbps" }},
+]
+[fabric]
+kind = "rocev2"
+[fabric.roce]
+buffer = "4MiB"
+{roce}
+[[workload]]
+kind = "incast"
+receiver = 0
+senders = [1, 2]
+size = "1MiB"
+class = 3
+"#
+        )
+    }
+
+    fn build(text: String) -> (Loaded, Built) {
+        let l = load_str("t.toml".into(), ".".into(), text).unwrap();
+        let b = l.build().unwrap_or_else(|e| panic!("{e}"));
+        (l, b)
+    }
+
+    fn cc(b: &Built) -> RoceCc {
+        b.engine.roce.as_ref().unwrap().cc.clone()
+    }
+
+    /// Loads the resolved scenario of `text` and checks it builds the same CC again.
+    fn round_trip(text: String) -> (Built, Built) {
+        let (l, b) = build(text);
+        let resolved = toml::to_string(&l.resolved(&b)).unwrap();
+        let (l2, b2) = build(resolved.clone());
+        let again = toml::to_string(&l2.resolved(&b2)).unwrap();
+        assert_eq!(resolved, again, "the resolved scenario is a fixed point");
+        (b, b2)
+    }
+
+    #[test]
+    fn keys_override_the_preset_and_the_rest_is_the_preset() {
+        let (_, b) = build(scenario(
+            "[fabric.roce.cc]\nkind = \"dcqcn\"\npreset = \"firmware\"\nrate_ai = \"20Mbps\"\n\
+             rate_increase_timer = \"55us\"\ng = 0.0625\nclamp_target_rate = \"always\"",
+        ));
+        let RoceCc::Dcqcn(p) = cc(&b) else { panic!("DCQCN") };
+        let want = DcqcnParams {
+            rate_ai: BitsPerSec(20_000_000),
+            increase_period: Duration::from_us(55),
+            g_q20: 1 << 16,
+            clamp: TargetClamp::Always,
+            ..DcqcnParams::connectx_firmware(BitsPerSec::from_gbps(40))
+        };
+        assert_eq!(p, want);
+        // The firmware preset brings its CNP interval (4 us) unless one is given.
+        assert_eq!(b.engine.roce.as_ref().unwrap().cnp_interval, Duration::from_us(4));
+        let (_, b) = build(scenario(
+            "[fabric.roce.cc]\nkind = \"dcqcn\"\npreset = \"firmware\"\ncnp_interval = \"10us\"",
+        ));
+        assert_eq!(b.engine.roce.as_ref().unwrap().cnp_interval, Duration::from_us(10));
+
+        let (_, b) = build(scenario(
+            "[fabric.roce.cc]\nkind = \"timely\"\nbeta = 0.5\nt_high = \"2ms\"\nsegment = \"0B\"",
+        ));
+        let RoceCc::Timely(p) = cc(&b) else { panic!("TIMELY") };
+        let want = TimelyParams {
+            beta_ppm: 500_000,
+            t_high: Duration::from_ms(2),
+            segment_bytes: 0,
+            ..TimelyParams::reference(BitsPerSec::from_gbps(40))
+        };
+        assert_eq!(p, want);
+    }
+
+    #[test]
+    fn the_resolved_scenario_lists_every_value_and_rebuilds_the_same_run() {
+        for roce in [
+            "ecn = { preset = \"hpcc_sim\" }\n[fabric.roce.cc]\nkind = \"dcqcn\"",
+            "xoff_threshold = \"64KiB\"\n[fabric.roce.cc]\nkind = \"dcqcn\"\npreset = \"firmware\"\ng = 0.01",
+            "cnp_interval = \"7us\"\n[fabric.roce.cc]\nkind = \"timely\"\npreset = \"hpcc_sim\"",
+        ] {
+            let (b, b2) = round_trip(scenario(roce));
+            let (c, c2) = (b.engine.roce.unwrap(), b2.engine.roce.unwrap());
+            assert_eq!(c.ecn, c2.ecn);
+            assert_eq!(c.cnp_interval, c2.cnp_interval);
+            assert_eq!(c.xoff_threshold_bytes, c2.xoff_threshold_bytes);
+            assert_eq!(c.alpha_shift, c2.alpha_shift);
+            match (&c.cc, &c2.cc) {
+                (RoceCc::Dcqcn(p), RoceCc::Dcqcn(q)) => assert_eq!(p, q),
+                (RoceCc::Timely(p), RoceCc::Timely(q)) => assert_eq!(p, q),
+                other => panic!("{other:?}"),
+            }
+        }
+        // Every DCQCN key is written out, the CNP interval with them.
+        let (l, b) = build(scenario("[fabric.roce.cc]\nkind = \"dcqcn\""));
+        let text = toml::to_string(&l.resolved(&b)).unwrap();
+        for key in [
+            "preset = \"paper\"",
+            "g = 0.00390625",
+            "initial_alpha = 1.0",
+            "alpha_timer = \"55us\"",
+            "rate_increase_timer = \"55us\"",
+            "byte_counter = \"10MB\"",
+            "fast_recovery = 5",
+            "rate_ai = \"40Mbps\"",
+            "rate_hai = \"200Mbps\"",
+            "min_rate = \"100Mbps\"",
+            "min_decrease_pct = 0",
+            "decrease_period = \"0s\"",
+            "clamp_target_rate = \"always\"",
+            "hyper_halves = true",
+            "cnp_interval = \"50us\"",
+            "alpha_shift = 3",
+            "lossless = [3]",
+            "pause_quanta = 65535",
+        ] {
+            assert!(text.contains(key), "{key} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn static_xoff_threshold_reaches_the_engine() {
+        let (_, b) = build(scenario("xoff_threshold = \"100KiB\""));
+        assert_eq!(b.engine.roce.unwrap().xoff_threshold_bytes, Some(100 * 1024));
+    }
+}
