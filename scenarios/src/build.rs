@@ -4,8 +4,8 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    BufferSpec, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, DcqcnPreset, EcnPreset, FabricKind,
-    InfinibandSpec, LinkSpec, MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario,
+    BufferSpec, CcKind, CcPreset, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, EcnPreset, FabricKind,
+    InfinibandSpec, LinkSpec, MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceSpec, RoutingSpec, Scenario,
     ServerKindSpec, StripingSpec, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
@@ -1021,9 +1021,10 @@ impl Loaded {
         let mut cnp_default = DEFAULT_CNP_INTERVAL;
         let mut cnp = (spec.cnp_interval, "cnp_interval");
         if let Some(cc) = &spec.cc {
-            c.cc = match cc {
-                RoceCcSpec::Dcqcn(d) => {
-                    if d.preset == Some(DcqcnPreset::Firmware) {
+            c.cc = match cc.kind {
+                CcKind::Dcqcn => {
+                    let d = cc;
+                    if d.preset == Some(CcPreset::Firmware) {
                         cnp_default = FIRMWARE_CNP_INTERVAL;
                     }
                     if let Some(t) = d.cnp_interval {
@@ -1037,7 +1038,7 @@ impl Loaded {
                     }
                     RoceCc::Dcqcn(crate::cc_params::dcqcn_params(self, d, rate)?)
                 }
-                RoceCcSpec::Timely(t) => RoceCc::Timely(crate::cc_params::timely_params(self, t, rate)?),
+                CcKind::Timely => RoceCc::Timely(crate::cc_params::timely_params(self, cc, rate)?),
             };
         }
         c.cnp_interval = match cnp.0 {
@@ -2032,17 +2033,11 @@ fn resolved_roce(mut r: RoceSpec, c: &RoceConfig) -> RoceSpec {
     }
     r.cnp_interval = Some(TimeSpec::new(c.cnp_interval));
     r.cc = match (r.cc.take(), &c.cc) {
-        (Some(RoceCcSpec::Dcqcn(d)), RoceCc::Dcqcn(p)) => {
+        (Some(cc), RoceCc::Dcqcn(p)) => {
             r.cnp_interval = None;
-            Some(RoceCcSpec::Dcqcn(crate::cc_params::dcqcn_spec(
-                d.preset,
-                p,
-                c.cnp_interval,
-            )))
+            Some(crate::cc_params::dcqcn_spec(cc.preset, p, c.cnp_interval))
         }
-        (Some(RoceCcSpec::Timely(t)), RoceCc::Timely(p)) => {
-            Some(RoceCcSpec::Timely(crate::cc_params::timely_spec(t.preset, p)))
-        }
+        (Some(cc), RoceCc::Timely(p)) => Some(crate::cc_params::timely_spec(cc.preset, p)),
         (other, _) => other,
     };
     r

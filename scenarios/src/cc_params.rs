@@ -16,7 +16,7 @@
 
 use crate::build::{Loaded, MAX_TIMER};
 use crate::diag::ScenarioError;
-use crate::schema::{ClampSpec, DcqcnPreset, DcqcnSpec, TimelyPreset, TimelySpec};
+use crate::schema::{CcKind, CcPreset, ClampSpec, RoceCcSpec};
 use crate::units::{RateSpec, SizeSpec, TimeSpec};
 use fabrics::models::cc::dcqcn::{ALPHA_ONE, TargetClamp};
 use fabrics::models::cc::timely::PPM_ONE;
@@ -107,12 +107,48 @@ fn steps(l: &Loaded, key: &str, v: u32) -> Result<u32, ScenarioError> {
     Ok(v)
 }
 
+/// Refuses a preset or a key of the other algorithm than `kind`, at that key.
+fn check_keys(l: &Loaded, s: &RoceCcSpec) -> Result<(), ScenarioError> {
+    let (dcqcn, timely) = s.algorithm_keys();
+    let (foreign, name, other, presets, ok) = match s.kind {
+        CcKind::Dcqcn => (
+            timely,
+            "dcqcn",
+            "TIMELY",
+            "\"paper\" or \"firmware\"",
+            matches!(s.preset, None | Some(CcPreset::Paper | CcPreset::Firmware)),
+        ),
+        CcKind::Timely => (
+            dcqcn,
+            "timely",
+            "DCQCN",
+            "\"reference\" or \"hpcc_sim\"",
+            matches!(s.preset, None | Some(CcPreset::Reference | CcPreset::HpccSim)),
+        ),
+    };
+    if !ok {
+        let got = toml::Value::try_from(s.preset).map_or_else(|_| "?".into(), |v| v.to_string());
+        return Err(l.err(
+            &at("preset"),
+            format!("expected {presets} with kind = \"{name}\", got {got}"),
+        ));
+    }
+    if let Some(k) = foreign.first() {
+        return Err(l.err(
+            &at(k),
+            format!("`{k}` is a {other} parameter; kind = \"{name}\" does not take it"),
+        ));
+    }
+    Ok(())
+}
+
 /// The DCQCN parameters of `[fabric.roce.cc]` (`kind = "dcqcn"`) at the slowest host rate
 /// `line`: the preset, then every key given.
-pub fn dcqcn_params(l: &Loaded, s: &DcqcnSpec, line: BitsPerSec) -> Result<DcqcnParams, ScenarioError> {
-    let mut p = match s.preset.unwrap_or(DcqcnPreset::Paper) {
-        DcqcnPreset::Paper => DcqcnParams::paper(line),
-        DcqcnPreset::Firmware => DcqcnParams::connectx_firmware(line),
+pub fn dcqcn_params(l: &Loaded, s: &RoceCcSpec, line: BitsPerSec) -> Result<DcqcnParams, ScenarioError> {
+    check_keys(l, s)?;
+    let mut p = match s.preset {
+        Some(CcPreset::Firmware) => DcqcnParams::connectx_firmware(line),
+        _ => DcqcnParams::paper(line),
     };
     if let Some(g) = s.g {
         p.g_q20 = fraction(l, "g", g, ALPHA_ONE, 16, "1/65536")?;
@@ -170,10 +206,11 @@ pub fn dcqcn_params(l: &Loaded, s: &DcqcnSpec, line: BitsPerSec) -> Result<Dcqcn
 
 /// The TIMELY parameters of `[fabric.roce.cc]` (`kind = "timely"`) at the slowest host rate
 /// `line`: the preset, then every key given.
-pub fn timely_params(l: &Loaded, s: &TimelySpec, line: BitsPerSec) -> Result<TimelyParams, ScenarioError> {
-    let mut p = match s.preset.unwrap_or(TimelyPreset::Reference) {
-        TimelyPreset::Reference => TimelyParams::reference(line),
-        TimelyPreset::HpccSim => TimelyParams::hpcc_sim(line),
+pub fn timely_params(l: &Loaded, s: &RoceCcSpec, line: BitsPerSec) -> Result<TimelyParams, ScenarioError> {
+    check_keys(l, s)?;
+    let mut p = match s.preset {
+        Some(CcPreset::HpccSim) => TimelyParams::hpcc_sim(line),
+        _ => TimelyParams::reference(line),
     };
     if let Some(r) = s.min_rate {
         p.min_rate = rate(l, "min_rate", r, line)?;
@@ -222,9 +259,9 @@ fn rate_spec(r: BitsPerSec) -> Option<RateSpec> {
 }
 
 /// Every effective DCQCN value, for the resolved scenario (reloading it gives `p` again).
-pub fn dcqcn_spec(preset: Option<DcqcnPreset>, p: &DcqcnParams, cnp_interval: Duration) -> DcqcnSpec {
-    DcqcnSpec {
-        preset: Some(preset.unwrap_or(DcqcnPreset::Paper)),
+pub fn dcqcn_spec(preset: Option<CcPreset>, p: &DcqcnParams, cnp_interval: Duration) -> RoceCcSpec {
+    RoceCcSpec {
+        preset: Some(preset.unwrap_or(CcPreset::Paper)),
         g: Some(p.g_q20 as f64 / ALPHA_ONE as f64),
         initial_alpha: Some(p.initial_alpha_q20 as f64 / ALPHA_ONE as f64),
         alpha_timer: Some(TimeSpec::new(p.alpha_period)),
@@ -243,13 +280,14 @@ pub fn dcqcn_spec(preset: Option<DcqcnPreset>, p: &DcqcnParams, cnp_interval: Du
         }),
         hyper_halves: Some(p.hyper_halves),
         cnp_interval: Some(TimeSpec::new(cnp_interval)),
+        ..RoceCcSpec::of(CcKind::Dcqcn)
     }
 }
 
 /// Every effective TIMELY value, for the resolved scenario.
-pub fn timely_spec(preset: Option<TimelyPreset>, p: &TimelyParams) -> TimelySpec {
-    TimelySpec {
-        preset: Some(preset.unwrap_or(TimelyPreset::Reference)),
+pub fn timely_spec(preset: Option<CcPreset>, p: &TimelyParams) -> RoceCcSpec {
+    RoceCcSpec {
+        preset: Some(preset.unwrap_or(CcPreset::Reference)),
         min_rate: rate_spec(p.min_rate),
         delta: rate_spec(p.delta),
         ewma_alpha: Some(p.ewma_alpha_ppm as f64 / PPM_ONE as f64),
@@ -259,6 +297,7 @@ pub fn timely_spec(preset: Option<TimelyPreset>, p: &TimelyParams) -> TimelySpec
         min_rtt: Some(TimeSpec::new(p.min_rtt)),
         hai_threshold: Some(p.hai_threshold),
         segment: Some(SizeSpec::from_bytes(p.segment_bytes)),
+        ..RoceCcSpec::of(CcKind::Timely)
     }
 }
 

@@ -1557,6 +1557,31 @@ fn congestion_control_parameters_out_of_range_are_refused_at_their_key() {
             &["not both"],
         ),
         (
+            dcqcn("clamp_target_rate = \"sometimes\""),
+            "cc.clamp_target_rate",
+            "\"sometimes\"",
+            &["expected one of `always`, `after_increase`, `after_byte_increase`"],
+        ),
+        (dcqcn("g = \"x\""), "cc.g", "\"x\"", &["expected a number"]),
+        (
+            dcqcn("beta = 0.5"),
+            "cc.beta",
+            "0.5",
+            &["`beta` is a TIMELY parameter; kind = \"dcqcn\" does not take it"],
+        ),
+        (
+            timely("rate_ai = \"1Gbps\""),
+            "cc.rate_ai",
+            "\"1Gbps\"",
+            &["`rate_ai` is a DCQCN parameter"],
+        ),
+        (
+            dcqcn("preset = \"hpcc_sim\""),
+            "cc.preset",
+            "\"hpcc_sim\"",
+            &["expected \"paper\" or \"firmware\" with kind = \"dcqcn\", got \"hpcc_sim\""],
+        ),
+        (
             roce("cnp_interval = \"10us\"\n[fabric.roce.cc]\nkind = \"dcqcn\"\ncnp_interval = \"20us\""),
             "cc.cnp_interval",
             "\"20us\"",
