@@ -2130,4 +2130,59 @@ mod tests {
         assert_eq!(parse_ratio("0:1"), None);
         assert_eq!(parse_ratio("2"), None);
     }
+
+    /// `[fabric.infiniband.cc]`: a hand-written table sets `ccti_limit` to its last index, every
+    /// Annex A10 value reaches the engine, and the resolved scenario lists them all and builds
+    /// the same configuration again.
+    #[test]
+    fn ib_cc_table_and_values_reach_the_engine_and_the_resolved_scenario() {
+        let text = r#"[scenario]
+name = "ibcc"
+[topology]
+kind = "fat_tree"
+k = 4
+host_link = { rate = "hdr" }
+fabric_link = { rate = "hdr" }
+[fabric]
+kind = "infiniband"
+[fabric.infiniband.cc]
+threshold = 12
+marking_rate = 0
+packet_size = "100B"
+victim_mask = true
+ccti_increase = 2
+ccti_min = 1
+ccti_timer = "2.048us"
+cct = [0, 0x8001, 0x8002, 0x4003]
+[[workload]]
+kind = "flows"
+flows = [{ src = 0, dst = 1, size = "64KiB" }]
+"#;
+        let l = load_str("t.toml".into(), ".".into(), text.into()).unwrap();
+        let b = l.build().unwrap();
+        let cc = b.engine.ib.as_ref().unwrap().cc.clone().unwrap();
+        assert_eq!(
+            cc.switch,
+            IbCcSwitch {
+                threshold: 12,
+                marking_rate: 0,
+                packet_size_blocks: 2,
+                victim_mask: true,
+            }
+        );
+        let want = IbCcSource {
+            ccti_increase: 2,
+            ccti_limit: 3,
+            ccti_min: 1,
+            ccti_timer: Duration::from_ps(2_048_000),
+            cct: vec![0, 0x8001, 0x8002, 0x4003],
+        };
+        assert_eq!(*cc.source, want);
+        let resolved = toml::to_string(&l.resolved(&b)).unwrap();
+        assert!(resolved.contains("packet_size = \"128B\""), "{resolved}");
+        assert!(resolved.contains("ccti_limit = 3"), "{resolved}");
+        let l2 = load_str("r.toml".into(), ".".into(), resolved).unwrap();
+        let b2 = l2.build().unwrap();
+        assert_eq!(b2.engine.ib.unwrap().cc.unwrap(), cc);
+    }
 }
