@@ -4,9 +4,9 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    BufferSpec, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, DcqcnPreset, EcnPreset, FabricKind,
-    InfinibandSpec, LinkSpec, MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceCcSpec, RoceSpec, RoutingSpec, Scenario,
-    ServerKindSpec, StripingSpec, TimelyPreset, TopologySpec, VlArbEntrySpec, WorkloadSpec,
+    BufferSpec, CcKind, CcPreset, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, EcnPreset, FabricKind,
+    InfinibandSpec, LinkSpec, MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceSpec, RoutingSpec, Scenario,
+    ServerKindSpec, StripingSpec, TopologySpec, VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
@@ -19,7 +19,7 @@ use fabrics::engine::{
 use fabrics::ib::{self, IbCcConfig, IbCcSource, IbCcSwitch, IbConfig, VlArbConfig, VlArbEntry};
 use fabrics::models::credit::{AnyCreditUpdate, Coalesced, PerChange};
 use fabrics::models::{AnyBuffer, AnyFlowControl, AnyMarking, PerPortTailDrop};
-use fabrics::models::{DcqcnParams, MarkPoint, RedParams, TimelyParams};
+use fabrics::models::{MarkPoint, RedParams};
 use fabrics::nvlink::NvLinkGen;
 use fabrics::pcie::{PcieGen, PcieLink};
 use fabrics::roce::{RoceFrame, RoceVersion};
@@ -54,6 +54,8 @@ pub const MAX_LINK_DELAY: Duration = Duration::from_ms(1000);
 /// Longest protocol timer a scenario may set (CNP interval, PFC watchdog, rate sampling): the
 /// longest run, so that `now + timer` always fits a `SimTime`.
 pub const MAX_TIMER: Duration = MAX_END_TIME;
+/// Largest static PFC XOFF threshold (1 GiB, more than any switch buffer).
+pub const MAX_XOFF_THRESHOLD_BYTES: u64 = 1 << 30;
 /// Default `run.memory_limit`: the largest estimated route-table memory (1 GiB: a cluster of
 /// 1,024 HGX servers fits, 0.9 GiB; 2,048 need 3.6 GiB and minutes to build).
 pub const DEFAULT_MEMORY_LIMIT: u64 = 1 << 30;
@@ -175,6 +177,18 @@ impl Loaded {
             f.buffer = Some(BufferSpec::PerPortTailDrop {
                 size: SizeSpec::new(sim_core::Bytes(b.buffer_bytes)),
             });
+        }
+        if f.kind == FabricKind::Rocev2
+            && let Some(c) = &built.engine.roce
+        {
+            f.roce = Some(resolved_roce(f.roce.take().unwrap_or_default(), c));
+        }
+        if f.kind == FabricKind::Infiniband
+            && let Some(ib) = f.infiniband.as_mut()
+            && ib.cc.is_some()
+            && let Some(cc) = &built.engine.ib.as_ref().and_then(|c| c.cc.as_ref())
+        {
+            ib.cc = Some(resolved_ib_cc(cc));
         }
         sc
     }
@@ -900,6 +914,26 @@ impl Loaded {
             }
             c.alpha_shift = a;
         }
+        if let Some(t) = spec.xoff_threshold {
+            if spec.alpha_shift.is_some() {
+                return Err(self.err(
+                    &at("xoff_threshold"),
+                    "give either a static xoff_threshold or the dynamic threshold's alpha_shift, not both",
+                ));
+            }
+            let b = t.get().get();
+            if b < max_wire as u64 || b > MAX_XOFF_THRESHOLD_BYTES {
+                return Err(self.err(
+                    &at("xoff_threshold"),
+                    format!(
+                        "expected a size in [{}, {}] (at least one {max_wire} B frame), got {t}",
+                        SizeSpec::from_bytes(max_wire as u64),
+                        SizeSpec::from_bytes(MAX_XOFF_THRESHOLD_BYTES)
+                    ),
+                ));
+            }
+            c.xoff_threshold_bytes = Some(b);
+        }
         if let Some(q) = spec.pause_quanta {
             if q == 0 {
                 return Err(self.err(&at("pause_quanta"), "expected 1..=65535 (0 is RESUME)"));
@@ -1003,25 +1037,32 @@ impl Loaded {
             c.ecn = Some(r);
         }
         let mut cnp_default = DEFAULT_CNP_INTERVAL;
+        let mut cnp = (spec.cnp_interval, "cnp_interval");
         if let Some(cc) = &spec.cc {
-            c.cc = match cc {
-                RoceCcSpec::Dcqcn { preset } => match preset.unwrap_or(DcqcnPreset::Paper) {
-                    DcqcnPreset::Paper => RoceCc::Dcqcn(DcqcnParams::paper(rate)),
-                    DcqcnPreset::Firmware => {
+            c.cc = match cc.kind {
+                CcKind::Dcqcn => {
+                    let d = cc;
+                    if d.preset == Some(CcPreset::Firmware) {
                         cnp_default = FIRMWARE_CNP_INTERVAL;
-                        RoceCc::Dcqcn(DcqcnParams::connectx_firmware(rate))
                     }
-                },
-                RoceCcSpec::Timely { preset } => match preset.unwrap_or(TimelyPreset::Reference) {
-                    TimelyPreset::Reference => RoceCc::Timely(TimelyParams::reference(rate)),
-                    TimelyPreset::HpccSim => RoceCc::Timely(TimelyParams::hpcc_sim(rate)),
-                },
+                    if let Some(t) = d.cnp_interval {
+                        if spec.cnp_interval.is_some() {
+                            return Err(self.err(
+                                &at("cc.cnp_interval"),
+                                "give cnp_interval in [fabric.roce] or in [fabric.roce.cc], not both",
+                            ));
+                        }
+                        cnp = (Some(t), "cc.cnp_interval");
+                    }
+                    RoceCc::Dcqcn(crate::cc_params::dcqcn_params(self, d, rate)?)
+                }
+                CcKind::Timely => RoceCc::Timely(crate::cc_params::timely_params(self, cc, rate)?),
             };
         }
-        c.cnp_interval = match spec.cnp_interval {
+        c.cnp_interval = match cnp.0 {
             Some(t) if t.get() > MAX_TIMER => {
                 return Err(self.err(
-                    &at("cnp_interval"),
+                    &at(cnp.1),
                     format!("expected an interval in [0, {MAX_TIMER}], got {}", t.get()),
                 ));
             }
@@ -1077,6 +1118,7 @@ impl Loaded {
                 lossless_mask: c.lossless_mask,
                 lossy_mask: c.lossy_mask,
                 port_alpha_shift: vec![c.alpha_shift; ports.len()],
+                xoff_threshold_bytes: c.xoff_threshold_bytes,
             };
             if sb.check().is_ok() {
                 continue;
@@ -1467,19 +1509,82 @@ impl Loaded {
             }
             sw.victim_mask = cc.victim_mask;
             if let Some(v) = cc.ccti_increase {
+                if v == 0 || v > 255 {
+                    return Err(self.err(
+                        &at("cc.ccti_increase"),
+                        format!("expected 1..=255 (CCTI_Increase is 8 bits), got {v}"),
+                    ));
+                }
                 src.ccti_increase = v;
             }
             if let Some(v) = cc.ccti_limit {
+                if v > ib::cc::MAX_CCTI {
+                    return Err(self.err(
+                        &at("cc.ccti_limit"),
+                        format!("expected 0..={} (a 14-bit table index), got {v}", ib::cc::MAX_CCTI),
+                    ));
+                }
                 src.ccti_limit = v;
             }
             if let Some(v) = cc.ccti_min {
+                if v > src.ccti_limit {
+                    return Err(self.err(
+                        &at("cc.ccti_min"),
+                        format!("expected 0..={} (at most ccti_limit), got {v}", src.ccti_limit),
+                    ));
+                }
                 src.ccti_min = v;
             }
             if let Some(t) = cc.ccti_timer {
+                let (lo, hi) = (ib::cc::CCTI_TIMER_UNIT, ib::cc::MAX_CCTI_TIMER);
+                if t.get() < lo || t.get() > hi {
+                    return Err(self.err(
+                        &at("cc.ccti_timer"),
+                        format!(
+                            "expected a period in [{}, {}] (CCTI_Timer is 1..=65535 units of 1.024us), got {t}",
+                            TimeSpec::new(lo),
+                            TimeSpec::new(hi)
+                        ),
+                    ));
+                }
                 src.ccti_timer = t.get();
             }
-            if src.ccti_limit as usize >= src.cct.len() {
-                src.cct = ib::cc::default_cct(src.ccti_limit.saturating_add(1).min(0x3FFF));
+            match &cc.cct {
+                Some(table) => {
+                    let most = ib::cc::MAX_CCTI as usize + 1;
+                    if table.is_empty() || table.len() > most {
+                        return Err(self.err(
+                            &at("cc.cct"),
+                            format!("expected 1..={most} entries, got {}", table.len()),
+                        ));
+                    }
+                    if cc.ccti_limit.is_none() {
+                        src.ccti_limit = (table.len() - 1) as u16;
+                    } else if table.len() <= src.ccti_limit as usize {
+                        return Err(self.err(
+                            &at("cc.cct"),
+                            format!(
+                                "expected at least ccti_limit + 1 = {} entries, got {}",
+                                src.ccti_limit as usize + 1,
+                                table.len()
+                            ),
+                        ));
+                    }
+                    if src.ccti_min > src.ccti_limit {
+                        return Err(self.err(
+                            &at("cc.ccti_min"),
+                            format!(
+                                "expected 0..={} (at most ccti_limit, the table's last index), got {}",
+                                src.ccti_limit, src.ccti_min
+                            ),
+                        ));
+                    }
+                    src.cct = table.clone();
+                }
+                None if src.ccti_limit as usize >= src.cct.len() => {
+                    src.cct = ib::cc::default_cct(src.ccti_limit + 1);
+                }
+                None => {}
             }
             src.validate().map_err(|m| self.err(&at("cc"), m))?;
             c.cc = Some(IbCcConfig {
@@ -1909,6 +2014,71 @@ impl Loaded {
 }
 
 /// A user-given path for a message: at most [`MAX_QUOTED_CHARS`] characters.
+/// `[fabric.roce]` with every effective PFC, ECN and congestion-control value written out
+/// (presets resolved). Three defaults stay implicit because they differ per switch or per
+/// link: `buffer` (512 KiB per port), `headroom` (the bound of the switch's worst port) and
+/// `pfc_refresh` (half the pause time at each link's rate).
+fn resolved_roce(mut r: RoceSpec, c: &RoceConfig) -> RoceSpec {
+    let list = |mask: u8| -> Vec<u8> { (0..8).filter(|p| mask & (1 << p) != 0).collect() };
+    r.reserve = Some(SizeSpec::from_bytes(c.reserve_bytes));
+    r.resume_offset = Some(SizeSpec::from_bytes(c.resume_offset_bytes));
+    match c.xoff_threshold_bytes {
+        Some(t) => r.xoff_threshold = Some(SizeSpec::from_bytes(t)),
+        None => r.alpha_shift = Some(c.alpha_shift),
+    }
+    r.lossless = Some(list(c.lossless_mask));
+    r.lossy = Some(list(c.lossy_mask));
+    r.strict = Some(list(c.strict_mask));
+    r.control_priority = Some(c.control_priority);
+    r.pause_quanta = Some(c.pause_quanta);
+    r.pause = Some(
+        match c.pause {
+            fabrics::models::PauseKind::Priority => "pfc",
+            fabrics::models::PauseKind::Global => "global",
+        }
+        .to_owned(),
+    );
+    if let Some(e) = &c.ecn {
+        let ecn = r.ecn.get_or_insert_with(Default::default);
+        ecn.preset.get_or_insert(EcnPreset::DcqcnPaper);
+        ecn.kmin = Some(SizeSpec::from_bytes(e.kmin_bytes));
+        ecn.kmax = Some(SizeSpec::from_bytes(e.kmax_bytes));
+        ecn.pmax = Some(e.pmax_ppm as f64 / fabrics::models::marking::PPM_ONE as f64);
+        ecn.point = Some(match e.point {
+            MarkPoint::Enqueue => MarkPointSpec::Enqueue,
+            MarkPoint::Dequeue => MarkPointSpec::Dequeue,
+        });
+    }
+    r.cnp_interval = Some(TimeSpec::new(c.cnp_interval));
+    r.cc = match (r.cc.take(), &c.cc) {
+        (Some(cc), RoceCc::Dcqcn(p)) => {
+            r.cnp_interval = None;
+            Some(crate::cc_params::dcqcn_spec(cc.preset, p, c.cnp_interval))
+        }
+        (Some(cc), RoceCc::Timely(p)) => Some(crate::cc_params::timely_spec(cc.preset, p)),
+        (other, _) => other,
+    };
+    r
+}
+
+/// `[fabric.infiniband.cc]` with every effective Annex A10 value written out.
+fn resolved_ib_cc(cc: &IbCcConfig) -> crate::schema::IbCcSpec {
+    let (sw, src) = (&cc.switch, &cc.source);
+    crate::schema::IbCcSpec {
+        threshold: Some(sw.threshold),
+        marking_rate: Some(sw.marking_rate),
+        packet_size: Some(SizeSpec::from_bytes(
+            sw.packet_size_blocks as u64 * ib::link::CREDIT_BLOCK_BYTES as u64,
+        )),
+        victim_mask: sw.victim_mask,
+        ccti_increase: Some(src.ccti_increase),
+        ccti_limit: Some(src.ccti_limit),
+        ccti_min: Some(src.ccti_min),
+        ccti_timer: Some(TimeSpec::new(src.ccti_timer)),
+        cct: Some(src.cct.clone()),
+    }
+}
+
 fn shown_path(p: &Path) -> String {
     crate::diag::short_quote(&p.display().to_string())
 }
@@ -1977,5 +2147,60 @@ mod tests {
         assert_eq!(parse_ratio(" 3 : 2 "), Some((3, 2)));
         assert_eq!(parse_ratio("0:1"), None);
         assert_eq!(parse_ratio("2"), None);
+    }
+
+    /// `[fabric.infiniband.cc]`: a hand-written table sets `ccti_limit` to its last index, every
+    /// Annex A10 value reaches the engine, and the resolved scenario lists them all and builds
+    /// the same configuration again.
+    #[test]
+    fn ib_cc_table_and_values_reach_the_engine_and_the_resolved_scenario() {
+        let text = r#"[scenario]
+name = "ibcc"
+[topology]
+kind = "fat_tree"
+k = 4
+host_link = { rate = "hdr" }
+fabric_link = { rate = "hdr" }
+[fabric]
+kind = "infiniband"
+[fabric.infiniband.cc]
+threshold = 12
+marking_rate = 0
+packet_size = "100B"
+victim_mask = true
+ccti_increase = 2
+ccti_min = 1
+ccti_timer = "2.048us"
+cct = [0, 0x8001, 0x8002, 0x4003]
+[[workload]]
+kind = "flows"
+flows = [{ src = 0, dst = 1, size = "64KiB" }]
+"#;
+        let l = load_str("t.toml".into(), ".".into(), text.into()).unwrap();
+        let b = l.build().unwrap();
+        let cc = b.engine.ib.as_ref().unwrap().cc.clone().unwrap();
+        assert_eq!(
+            cc.switch,
+            IbCcSwitch {
+                threshold: 12,
+                marking_rate: 0,
+                packet_size_blocks: 2,
+                victim_mask: true,
+            }
+        );
+        let want = IbCcSource {
+            ccti_increase: 2,
+            ccti_limit: 3,
+            ccti_min: 1,
+            ccti_timer: Duration::from_ps(2_048_000),
+            cct: vec![0, 0x8001, 0x8002, 0x4003],
+        };
+        assert_eq!(*cc.source, want);
+        let resolved = toml::to_string(&l.resolved(&b)).unwrap();
+        assert!(resolved.contains("packet_size = \"128B\""), "{resolved}");
+        assert!(resolved.contains("ccti_limit = 3"), "{resolved}");
+        let l2 = load_str("r.toml".into(), ".".into(), resolved).unwrap();
+        let b2 = l2.build().unwrap();
+        assert_eq!(b2.engine.ib.unwrap().cc.unwrap(), cc);
     }
 }

@@ -293,6 +293,12 @@ pub struct RoceSpec {
     /// Dynamic-threshold alpha = 2^-alpha_shift, -8..=16 (default 3: alpha = 1/8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alpha_shift: Option<i8>,
+    /// Static XOFF threshold instead of the dynamic one: a lossless (ingress port, priority)
+    /// pauses its upstream when its shared-buffer use reaches this (ns3-rdma's static mode,
+    /// HPCC-sim's fixed threshold); not with `alpha_shift`. Lossy priorities keep the dynamic
+    /// threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xoff_threshold: Option<SizeSpec>,
     /// Lossless priorities (PFC) (default [3]); an empty list turns PFC off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lossless: Option<Vec<u8>>,
@@ -387,34 +393,187 @@ pub enum MarkPointSpec {
     Dequeue,
 }
 
-/// `[fabric.roce.cc]`, selected by `kind`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum RoceCcSpec {
-    /// DCQCN; `preset` = `paper` (default) or `firmware` (NVIDIA ConnectX defaults).
-    Dcqcn {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        preset: Option<DcqcnPreset>,
-    },
-    /// TIMELY; `preset` = `reference` (default) or `hpcc_sim`.
-    Timely {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        preset: Option<TimelyPreset>,
-    },
+/// `[fabric.roce.cc]`: the algorithm (`kind`), its `preset`, and any of the preset's
+/// parameters set by hand (the hand-set ones win). One flat table rather than a `kind`-tagged
+/// enum, so that a type error in any key is located at that key. Keys of the other algorithm
+/// are refused at the key. Units, ranges, defaults per preset and sources:
+/// `docs/models/rocev2.md`; the checks: `crate::cc_params`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RoceCcSpec {
+    /// `dcqcn` or `timely`.
+    pub kind: CcKind,
+    /// DCQCN: `paper` (default) or `firmware` (NVIDIA ConnectX defaults); TIMELY:
+    /// `reference` (default) or `hpcc_sim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<CcPreset>,
+    /// DCQCN g, the gain of the α EWMA, a fraction in [1/65536, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g: Option<f64>,
+    /// DCQCN α before the first CNP, a fraction in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_alpha: Option<f64>,
+    /// DCQCN K, the α-decay period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha_timer: Option<TimeSpec>,
+    /// DCQCN T, the rate-increase timer period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_increase_timer: Option<TimeSpec>,
+    /// DCQCN B, wire bytes per byte-counter event ("0B": no byte counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_counter: Option<SizeSpec>,
+    /// DCQCN F, increase events of fast recovery before additive increase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_recovery: Option<u32>,
+    /// DCQCN R_AI, the additive increase of the target rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_ai: Option<RateSpec>,
+    /// DCQCN R_HAI, the hyper increase of the target rate per hyper step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_hai: Option<RateSpec>,
+    /// Both: the rate floor (DCQCN R_min).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rate: Option<RateSpec>,
+    /// DCQCN: a decrease keeps at least this percentage of the rate, 0..=100 (0: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_decrease_pct: Option<u32>,
+    /// DCQCN: at most one decrease per this period ("0s": every CNP decreases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decrease_period: Option<TimeSpec>,
+    /// DCQCN: when a CNP sets R_T to R_C: `always`, `after_increase`, `after_byte_increase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clamp_target_rate: Option<ClampSpec>,
+    /// DCQCN: halve T and B in hyper increase (the author's ns3 code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyper_halves: Option<bool>,
+    /// DCQCN: the notification point's minimum interval between CNPs of one flow (also
+    /// settable as `[fabric.roce] cnp_interval`; not both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnp_interval: Option<TimeSpec>,
+    /// TIMELY δ, the additive increment at the slowest host link rate (scaled with a faster NIC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<RateSpec>,
+    /// TIMELY α, the EWMA weight of a new RTT difference, a fraction in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ewma_alpha: Option<f64>,
+    /// TIMELY β, the multiplicative-decrease factor, a fraction in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
+    /// TIMELY T_low: below it, always increase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_low: Option<TimeSpec>,
+    /// TIMELY T_high: above it, always decrease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_high: Option<TimeSpec>,
+    /// TIMELY minRTT, the normaliser of the RTT gradient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt: Option<TimeSpec>,
+    /// TIMELY: consecutive non-positive gradients before hyper-active increase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hai_threshold: Option<u32>,
+    /// TIMELY: acknowledged bytes per completion event ("0B": every ACK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SizeSpec>,
 }
 
+impl RoceCcSpec {
+    /// A table of `kind` with nothing else set.
+    pub fn of(kind: CcKind) -> Self {
+        RoceCcSpec {
+            kind,
+            preset: None,
+            g: None,
+            initial_alpha: None,
+            alpha_timer: None,
+            rate_increase_timer: None,
+            byte_counter: None,
+            fast_recovery: None,
+            rate_ai: None,
+            rate_hai: None,
+            min_rate: None,
+            min_decrease_pct: None,
+            decrease_period: None,
+            clamp_target_rate: None,
+            hyper_halves: None,
+            cnp_interval: None,
+            delta: None,
+            ewma_alpha: None,
+            beta: None,
+            t_low: None,
+            t_high: None,
+            min_rtt: None,
+            hai_threshold: None,
+            segment: None,
+        }
+    }
+
+    /// The keys given that belong to DCQCN only and to TIMELY only, in table order.
+    pub fn algorithm_keys(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+        let pick = |v: &[(&'static str, bool)]| v.iter().filter(|(_, s)| *s).map(|(k, _)| *k).collect();
+        let dcqcn = [
+            ("g", self.g.is_some()),
+            ("initial_alpha", self.initial_alpha.is_some()),
+            ("alpha_timer", self.alpha_timer.is_some()),
+            ("rate_increase_timer", self.rate_increase_timer.is_some()),
+            ("byte_counter", self.byte_counter.is_some()),
+            ("fast_recovery", self.fast_recovery.is_some()),
+            ("rate_ai", self.rate_ai.is_some()),
+            ("rate_hai", self.rate_hai.is_some()),
+            ("min_decrease_pct", self.min_decrease_pct.is_some()),
+            ("decrease_period", self.decrease_period.is_some()),
+            ("clamp_target_rate", self.clamp_target_rate.is_some()),
+            ("hyper_halves", self.hyper_halves.is_some()),
+            ("cnp_interval", self.cnp_interval.is_some()),
+        ];
+        let timely = [
+            ("delta", self.delta.is_some()),
+            ("ewma_alpha", self.ewma_alpha.is_some()),
+            ("beta", self.beta.is_some()),
+            ("t_low", self.t_low.is_some()),
+            ("t_high", self.t_high.is_some()),
+            ("min_rtt", self.min_rtt.is_some()),
+            ("hai_threshold", self.hai_threshold.is_some()),
+            ("segment", self.segment.is_some()),
+        ];
+        (pick(&dcqcn), pick(&timely))
+    }
+}
+
+/// `[fabric.roce.cc] kind`.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum DcqcnPreset {
+pub enum CcKind {
+    /// DCQCN (Zhu et al., SIGCOMM'15; models.md §2.5).
+    Dcqcn,
+    /// TIMELY (Mittal et al., SIGCOMM'15; models.md §2.6).
+    Timely,
+}
+
+/// `[fabric.roce.cc] preset`: `paper`/`firmware` for DCQCN, `reference`/`hpcc_sim` for TIMELY.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CcPreset {
+    /// DCQCN paper (models.md §2.5.1).
     Paper,
+    /// NVIDIA ConnectX firmware (models.md §2.5.2).
     Firmware,
+    /// TIMELY reference code (models.md §2.6).
+    Reference,
+    /// HPCC-sim's TIMELY values (models.md §2.6).
+    HpccSim,
 }
 
+/// `[fabric.roce.cc] clamp_target_rate`.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum TimelyPreset {
-    Reference,
-    HpccSim,
+pub enum ClampSpec {
+    /// Every decrease (the paper; ns3-rdma `CLAMP_TARGET_RATE 1`).
+    Always,
+    /// Only if an increase event happened since the last CNP (firmware
+    /// `CLAMP_TGT_RATE_AFTER_TIME_INC 1`).
+    AfterIncrease,
+    /// Only if a byte-counter event happened since the last CNP (ns3-rdma code default).
+    AfterByteIncrease,
 }
 
 /// By hand, so that an unknown kind names the network kinds first and the in-server ones apart.
@@ -550,6 +709,11 @@ pub struct IbCcSpec {
     pub ccti_min: Option<u16>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ccti_timer: Option<TimeSpec>,
+    /// The congestion-control table: 16-bit entries `shift << 14 | multiplier` (entry 0 = no
+    /// delay), at least `ccti_limit + 1` of them (default: 128 entries, entry i = multiplier
+    /// i, shift 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cct: Option<Vec<u16>>,
 }
 
 fn default_fabric_kind() -> FabricKind {
@@ -901,7 +1065,6 @@ pub fn kind_names(rust_name: &str) -> Option<String> {
         "TopologySpec" => names_of::<TopologySpec>(true),
         "WorkloadSpec" => names_of::<WorkloadSpec>(true),
         "BufferSpec" => names_of::<BufferSpec>(true),
-        "RoceCcSpec" => names_of::<RoceCcSpec>(true),
         _ => return None,
     })
 }
@@ -924,11 +1087,13 @@ pub fn names_at(field: &str) -> Option<String> {
         "topology" => names_of::<TopologySpec>(true),
         "workload" => names_of::<WorkloadSpec>(true),
         "fabric.buffer" => names_of::<BufferSpec>(true),
-        "fabric.roce.cc" => names_of::<RoceCcSpec>(true),
+        "fabric.roce.cc" => names_of::<CcKind>(false),
+        "fabric.roce.cc.preset" => names_of::<CcPreset>(false),
         "fabric.routing" => names_of::<RoutingSpec>(false),
         "fabric.crossbar.striping" => names_of::<StripingSpec>(false),
         "fabric.roce.ecn.preset" => names_of::<EcnPreset>(false),
         "fabric.roce.ecn.point" => names_of::<MarkPointSpec>(false),
+        "fabric.roce.cc.clamp_target_rate" => names_of::<ClampSpec>(false),
         _ => return None,
     })
 }

@@ -1460,3 +1460,211 @@ fn scenario_file_that_is_a_device_or_a_fifo_is_refused() {
         assert!(err.contains("is a FIFO (named pipe), not a regular file"), "{err}");
     }
 }
+
+/// Issue 14: every DCQCN/TIMELY parameter of `[fabric.roce.cc]`, the static XOFF threshold and
+/// the IB CC (Annex A10) values are range-checked at their key, the message giving the range.
+/// Timers have a floor (1 us for DCQCN's: a 1 ps rate-increase timer is an event storm) and a
+/// ceiling (an hour: no `SimTime` overflow from "18446744s").
+#[test]
+fn congestion_control_parameters_out_of_range_are_refused_at_their_key() {
+    const BUF: &str = "buffer = { kind = \"per_port_tail_drop\", size = \"512KiB\" }";
+    let roce = |table: &str| {
+        edit_text(
+            &edit("\"ethernet\"", "\"rocev2\""),
+            BUF,
+            &format!("[fabric.roce]\nbuffer = \"4MiB\"\n\n{table}"),
+        )
+    };
+    let dcqcn = |line: &str| roce(&format!("[fabric.roce.cc]\nkind = \"dcqcn\"\n{line}"));
+    let timely = |line: &str| roce(&format!("[fabric.roce.cc]\nkind = \"timely\"\n{line}"));
+    type Case<'a> = (String, &'a str, &'a str, &'a [&'a str]);
+    let cases: Vec<Case> = vec![
+        (
+            dcqcn("g = 0.0"),
+            "cc.g",
+            "0.0",
+            &["expected a fraction in [1/65536, 1]", "got 0"],
+        ),
+        (dcqcn("g = 1.5"), "cc.g", "1.5", &["[1/65536, 1]", "got 1.5"]),
+        (dcqcn("initial_alpha = -0.1"), "cc.initial_alpha", "-0.1", &["[0, 1]"]),
+        (
+            dcqcn("rate_increase_timer = \"1ps\""),
+            "cc.rate_increase_timer",
+            "\"1ps\"",
+            &["expected a period in [1us, 3600s]", "event", "got 1ps"],
+        ),
+        (
+            dcqcn("rate_increase_timer = \"18446744s\""),
+            "cc.rate_increase_timer",
+            "\"18446744s\"",
+            &["[1us, 3600s]", "got 18446744s"],
+        ),
+        (
+            dcqcn("alpha_timer = \"0s\""),
+            "cc.alpha_timer",
+            "\"0s\"",
+            &["[1us, 3600s]", "got 0s"],
+        ),
+        (
+            dcqcn("byte_counter = \"10B\""),
+            "cc.byte_counter",
+            "\"10B\"",
+            &["expected 0B (off) or a size in [64B, 1TiB]", "got 10B"],
+        ),
+        (dcqcn("fast_recovery = 1000"), "cc.fast_recovery", "1000", &["0..=255"]),
+        (
+            dcqcn("rate_ai = \"200Gbps\""),
+            "cc.rate_ai",
+            "\"200Gbps\"",
+            &["expected a rate in [1bps, 100Gbps]", "got 200Gbps"],
+        ),
+        (
+            dcqcn("min_rate = \"1Tbps\""),
+            "cc.min_rate",
+            "\"1Tbps\"",
+            &["[1bps, 100Gbps]"],
+        ),
+        (
+            dcqcn("min_decrease_pct = 101"),
+            "cc.min_decrease_pct",
+            "101",
+            &["0..=100"],
+        ),
+        (
+            dcqcn("decrease_period = \"7200s\""),
+            "cc.decrease_period",
+            "\"7200s\"",
+            &["expected a period in [0s, 3600s]", "got 7200s"],
+        ),
+        (timely("beta = 1.5"), "cc.beta", "1.5", &["[0, 1]", "got 1.5"]),
+        (
+            timely("t_low = \"2ms\""),
+            "cc.t_low",
+            "\"2ms\"",
+            &["expected t_low < t_high", "t_high = 1ms"],
+        ),
+        (timely("min_rtt = \"0s\""), "cc.min_rtt", "\"0s\"", &["[1ns, 3600s]"]),
+        (
+            roce("xoff_threshold = \"1B\""),
+            "xoff_threshold",
+            "\"1B\"",
+            &["expected a size in [4178B, 1GiB]", "got 1B"],
+        ),
+        (
+            roce("xoff_threshold = \"64KiB\"\nalpha_shift = 2"),
+            "xoff_threshold",
+            "\"64KiB\"",
+            &["not both"],
+        ),
+        (
+            dcqcn("clamp_target_rate = \"sometimes\""),
+            "cc.clamp_target_rate",
+            "\"sometimes\"",
+            &["expected one of `always`, `after_increase`, `after_byte_increase`"],
+        ),
+        (dcqcn("g = \"x\""), "cc.g", "\"x\"", &["expected a number"]),
+        (
+            dcqcn("beta = 0.5"),
+            "cc.beta",
+            "0.5",
+            &["`beta` is a TIMELY parameter; kind = \"dcqcn\" does not take it"],
+        ),
+        (
+            timely("rate_ai = \"1Gbps\""),
+            "cc.rate_ai",
+            "\"1Gbps\"",
+            &["`rate_ai` is a DCQCN parameter"],
+        ),
+        (
+            dcqcn("preset = \"hpcc_sim\""),
+            "cc.preset",
+            "\"hpcc_sim\"",
+            &["expected \"paper\" or \"firmware\" with kind = \"dcqcn\", got \"hpcc_sim\""],
+        ),
+        (
+            roce("cnp_interval = \"10us\"\n[fabric.roce.cc]\nkind = \"dcqcn\"\ncnp_interval = \"20us\""),
+            "cc.cnp_interval",
+            "\"20us\"",
+            &["not both"],
+        ),
+    ];
+    for (i, (text, key, value, says)) in cases.iter().enumerate() {
+        let leaf = key.rsplit('.').next().unwrap();
+        let bad = invalid(&format!("cc{i}.toml"), text);
+        bad.field(&format!("fabric.roce.{key}")).says(says);
+        let needle = if text.matches(&format!("{leaf} = ")).count() == 1 {
+            format!("{leaf} = ")
+        } else {
+            format!("{leaf} = {value}")
+        };
+        bad.at(pos(text, &needle, value));
+    }
+    // The edges are valid, and so is every key at once.
+    for text in [
+        dcqcn("g = 1.52587890625e-5\nrate_increase_timer = \"1us\"\nalpha_timer = \"3600s\"\nbyte_counter = \"0B\""),
+        dcqcn(
+            "preset = \"firmware\"\ng = 0.00390625\ninitial_alpha = 1.0\nalpha_timer = \"50us\"\n\
+             rate_increase_timer = \"50us\"\nbyte_counter = \"64B\"\nfast_recovery = 255\nrate_ai = \"100Gbps\"\n\
+             rate_hai = \"1Gbps\"\nmin_rate = \"1bps\"\nmin_decrease_pct = 100\ndecrease_period = \"0s\"\n\
+             clamp_target_rate = \"always\"\nhyper_halves = true\ncnp_interval = \"0s\"",
+        ),
+        timely(
+            "preset = \"hpcc_sim\"\nmin_rate = \"1Gbps\"\ndelta = \"10Mbps\"\newma_alpha = 0.02\nbeta = 0.8\n\
+             t_low = \"0s\"\nt_high = \"1ms\"\nmin_rtt = \"1ns\"\nhai_threshold = 0\nsegment = \"0B\"",
+        ),
+        roce("xoff_threshold = \"4178B\""),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cc_ok.toml");
+        std::fs::write(&file, &text).unwrap();
+        let (code, _, err) = validate(&file, false, &text);
+        assert_eq!(code, 0, "{text}\n{err}");
+    }
+
+    // IB CC (Annex A10).
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "cc = { ccti_increase = 0 }",
+            "fabric.infiniband.cc.ccti_increase",
+            &["1..=255"],
+        ),
+        (
+            "cc = { ccti_limit = 20000 }",
+            "fabric.infiniband.cc.ccti_limit",
+            &["0..=16383", "20000"],
+        ),
+        (
+            "cc = { ccti_min = 200 }",
+            "fabric.infiniband.cc.ccti_min",
+            &["at most ccti_limit", "200"],
+        ),
+        (
+            "cc = { ccti_timer = \"1ns\" }",
+            "fabric.infiniband.cc.ccti_timer",
+            &["[1.024us, 67.10784ms]", "1.024us", "got 1ns"],
+        ),
+        (
+            "cc = { cct = [] }",
+            "fabric.infiniband.cc.cct",
+            &["1..=16384 entries", "got 0"],
+        ),
+        (
+            "cc = { ccti_limit = 3, cct = [0, 1] }",
+            "fabric.infiniband.cc.cct",
+            &["at least ccti_limit + 1 = 4 entries", "got 2"],
+        ),
+    ];
+    for (i, (lines, field, words)) in cases.iter().enumerate() {
+        let text = ib_text(lines);
+        invalid(&format!("ibcc{i}.toml"), &text)
+            .within(line_of(&text, "[fabric]")..=line_of(&text, "[[workload]]"), field)
+            .field(field)
+            .says(words);
+    }
+    let text = ib_text("cc = { cct = [0, 32769, 32770, 49155], ccti_timer = \"67.10784ms\", ccti_increase = 255 }");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ibcc_ok.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (code, _, err) = validate(&file, false, &text);
+    assert_eq!(code, 0, "{text}\n{err}");
+}

@@ -134,6 +134,51 @@ fn headroom_at_the_bound_is_lossless_and_below_it_drops() {
     assert_eq!(r.totals.drops_headroom, f.totals().packets_dropped);
 }
 
+/// A static XOFF threshold (`RoceConfig::xoff_threshold_bytes`, ns3-rdma's static mode,
+/// models.md §2.3) on the 2:1 incast of the headroom case: still lossless with the default
+/// headroom, the senders still paused half the time, and the bottleneck queue bounded by the
+/// threshold: each ingress holds at most reserve + threshold + one frame (the packet that
+/// crosses it) in shared and reserve, plus its headroom, so the egress queue to the receiver
+/// stays under twice that. The threshold moves the queue both ways around the dynamic one
+/// (about 20 kB per ingress here: (pool − 2s)/8 = s).
+#[test]
+fn static_xoff_threshold_bounds_the_queue_and_stays_lossless() {
+    let t = star(3, 100, 5);
+    let bound = headroom_bound_bytes(
+        BitsPerSec::from_gbps(100),
+        Duration(25_000),
+        fabrics::engine::DEFAULT_SWITCH_LATENCY,
+        WIRE,
+    );
+    let flows = vec![flow(1, 0, 4_000_000), flow(2, 0, 4_000_000)];
+    let run_with = |xoff: Option<u64>| {
+        let c = RoceConfig {
+            buffer_bytes: Some(300_000),
+            xoff_threshold_bytes: xoff,
+            ..Default::default()
+        };
+        let f = run(&t, cfg(c.clone()), flows.clone());
+        let r = f.roce().unwrap();
+        assert_eq!(f.totals().packets_dropped, 0, "xoff {xoff:?}");
+        assert!(r.totals.pause_frames > 0, "xoff {xoff:?}: {:?}", r.totals);
+        let end = f.flow_records().iter().filter_map(|x| x.finish).max().unwrap();
+        for h in [2usize, 3] {
+            let duty = r.port_paused_time(nic_port(&f, h), end).ps() as f64 / end.ps() as f64;
+            assert!((duty - 0.5).abs() < 0.1, "xoff {xoff:?}, node {h}: paused {duty:.3}");
+        }
+        let egress = f.port_base()[0] as usize; // s0's first port: to h0
+        let q = r.port_stats[egress].queue_max_bytes[PRIO as usize];
+        if let Some(x) = xoff {
+            let cap = 2 * (c.reserve_bytes + x + WIRE as u64 + bound);
+            assert!(q <= cap, "xoff {x}: queue max {q} B above {cap} B");
+        }
+        q
+    };
+    let (low, dynamic, high) = (run_with(Some(8_000)), run_with(None), run_with(Some(60_000)));
+    eprintln!("static XOFF 8 kB: queue max {low} B; dynamic: {dynamic} B; static 60 kB: {high} B");
+    assert!(low < dynamic && dynamic < high, "{low} < {dynamic} < {high}");
+}
+
 /// Runs to `t1`, snapshots every flow's delivered bytes and the bottleneck queue's area,
 /// runs on to `t2`; returns the fabric, per-flow goodput in [t1, t2] (b/s) and the mean
 /// queue of port `q_port` in that window (bytes).

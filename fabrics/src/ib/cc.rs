@@ -32,6 +32,11 @@ use sim_core::{BitsPerSec, Bytes, Duration, SimTime, serialization_time};
 /// `CCTI_Timer` unit: 1.024 µs (`intel/psm` ips_proto.h).
 pub const CCTI_TIMER_UNIT: Duration = Duration::from_ps(1_024_000);
 
+/// Largest CCTI: the index is 14 bits (a table of at most 16384 entries).
+pub const MAX_CCTI: u16 = 0x3FFF;
+/// Longest `CCTI_Timer`: 65535 × 1.024 µs (a 16-bit count of [`CCTI_TIMER_UNIT`]).
+pub const MAX_CCTI_TIMER: Duration = Duration::from_ps(65_535 * 1_024_000);
+
 /// Switch-side marking settings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IbCcSwitch {

@@ -150,6 +150,10 @@ pub struct SharedBufferConfig {
     /// Per port (its length is the number of ports): α = 2^−shift (negative: α > 1, e.g. −4
     /// for ns3-rdma's α = 16).
     pub port_alpha_shift: Vec<i8>,
+    /// A static XOFF threshold for lossless priorities, bytes of shared use per (ingress
+    /// port, priority), instead of the dynamic one (ns3-rdma's static mode: "PG shared limit";
+    /// models.md §2.3). `None`: dynamic. Lossy priorities always use the dynamic threshold.
+    pub xoff_threshold_bytes: Option<u64>,
 }
 
 impl SharedBufferConfig {
@@ -165,6 +169,7 @@ impl SharedBufferConfig {
             lossless_mask: 1 << 3,
             lossy_mask: (1 << 0) | (1 << 6),
             port_alpha_shift: vec![HPCC_SIM_ALPHA_SHIFT; n_ports],
+            xoff_threshold_bytes: None,
         }
     }
 
@@ -202,6 +207,9 @@ impl SharedBufferConfig {
         }
         if self.port_alpha_shift.iter().any(|s| !(-8..=16).contains(s)) {
             return Err("alpha shift must be in -8..=16".into());
+        }
+        if self.xoff_threshold_bytes == Some(0) {
+            return Err("a static XOFF threshold must be > 0".into());
         }
         Ok(())
     }
@@ -314,6 +322,15 @@ impl SharedBuffer {
         }
     }
 
+    /// The threshold that pauses a lossless (port, priority), or drops a lossy one: the static
+    /// XOFF threshold for lossless priorities when one is set, else the dynamic one.
+    pub fn limit_bytes(&self, port: u32, lossless: bool) -> u64 {
+        match self.cfg.xoff_threshold_bytes {
+            Some(t) if lossless => t,
+            _ => self.threshold_bytes(port),
+        }
+    }
+
     fn shared_of(&self, i: usize) -> u64 {
         self.ingress[i].bytes.saturating_sub(self.cfg.reserve_bytes)
     }
@@ -330,7 +347,7 @@ impl SharedBuffer {
         if new_bytes > reserve {
             let shared_after = new_bytes - reserve;
             let shared_part = bytes.min(shared_after);
-            let over_threshold = shared_after > self.threshold_bytes(ingress);
+            let over_threshold = shared_after > self.limit_bytes(ingress, lossless);
             let pool_full = self.shared_used + shared_part > self.shared_pool;
             if over_threshold || pool_full {
                 if !lossless {
@@ -408,7 +425,7 @@ impl SharedBuffer {
     fn update_pause(&mut self, port: u32, prio: u8) -> Option<crate::models::pfc::PfcEdge> {
         use crate::models::pfc::PfcEdge;
         let i = self.idx(port, prio);
-        let t = self.threshold_bytes(port);
+        let t = self.limit_bytes(port, true);
         let shared = self.shared_of(i);
         let a = &mut self.ingress[i];
         if !a.paused && (a.headroom_bytes > 0 || shared >= t) {
@@ -624,6 +641,44 @@ mod shared_tests {
         let expect = (shared1 >= m.threshold_bytes(1)).then_some(PfcEdge::Xoff);
         assert_eq!(m.recheck(1, 3), expect);
         m.check_invariants();
+    }
+
+    /// A static XOFF threshold: XOFF when the shared use reaches it whatever the pool holds,
+    /// XON at threshold − resume offset; lossy priorities keep the dynamic threshold.
+    #[test]
+    fn static_xoff_threshold() {
+        let mut c = SharedBufferConfig::hpcc_sim(1_000_000, 2, 20_000);
+        c.xoff_threshold_bytes = Some(10_000);
+        let mut m = SharedBuffer::new(c.clone());
+        assert_eq!(m.limit_bytes(0, true), 10_000);
+        assert_eq!(m.limit_bytes(0, false), m.threshold_bytes(0));
+        // Reserve (4096 B) then shared: XOFF on the packet that brings shared use to 10 000 B.
+        assert_eq!(m.admit(0, 1, 3, 4096), Admit::Accepted { edge: None });
+        for k in 1..10 {
+            assert_eq!(m.admit(0, 1, 3, 1000), Admit::Accepted { edge: None }, "packet {k}");
+        }
+        assert_eq!(
+            m.admit(0, 1, 3, 1000),
+            Admit::Accepted {
+                edge: Some(PfcEdge::Xoff)
+            }
+        );
+        // Beyond it: headroom.
+        assert_eq!(m.admit(0, 1, 3, 1000), Admit::Accepted { edge: None });
+        assert_eq!(m.ingress_bytes(0, 3).1, 1000);
+        // Drain: XON once headroom is empty and shared + 3 KiB <= 10 000 B, i.e. shared <= 6928 B.
+        assert_eq!(m.release(0, 1, 3, 1000), None, "headroom drains first");
+        assert_eq!(m.release(0, 1, 3, 1000), None, "shared 9000");
+        assert_eq!(m.release(0, 1, 3, 1000), None, "shared 8000");
+        assert_eq!(m.release(0, 1, 3, 1000), None, "shared 7000");
+        assert_eq!(m.release(0, 1, 3, 1000), Some(PfcEdge::Xon), "shared 6000");
+        m.check_invariants();
+        // Lossy: not limited by the static threshold.
+        for _ in 0..20 {
+            assert!(matches!(m.admit(1, 0, 0, 1000), Admit::Accepted { .. }));
+        }
+        c.xoff_threshold_bytes = Some(0);
+        assert!(c.check().is_err());
     }
 
     #[test]

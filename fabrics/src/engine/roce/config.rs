@@ -63,6 +63,9 @@ pub struct RoceConfig {
     pub resume_offset_bytes: u64,
     /// Dynamic threshold α = 2^−shift (HPCC-sim: 3, α = 1/8).
     pub alpha_shift: i8,
+    /// A static XOFF threshold (shared-buffer bytes per lossless ingress port and priority)
+    /// instead of the dynamic one; `None` = dynamic (`models/buffer.rs`).
+    pub xoff_threshold_bytes: Option<u64>,
     /// Lossless priorities (PFC and headroom), bit p = priority p. 0 = no PFC at all.
     pub lossless_mask: u8,
     /// Lossy priorities (tail drop at the dynamic threshold).
@@ -136,6 +139,7 @@ impl Default for RoceConfig {
             headroom_bytes: None,
             resume_offset_bytes: crate::models::buffer::HPCC_SIM_RESUME_OFFSET_BYTES,
             alpha_shift: crate::models::buffer::HPCC_SIM_ALPHA_SHIFT,
+            xoff_threshold_bytes: None,
             lossless_mask: 1 << 3,
             lossy_mask: (1 << 0) | (1 << DEFAULT_CONTROL_PRIORITY),
             pause_quanta: pfc::MAX_PAUSE_QUANTA,
@@ -170,6 +174,9 @@ impl RoceConfig {
                 "the control priority {} (CNP/ACK) must be lossless or lossy",
                 self.control_priority
             ));
+        }
+        if self.xoff_threshold_bytes == Some(0) {
+            return Err("a static XOFF threshold must be > 0".into());
         }
         if self.pause_quanta == 0 {
             return Err("pause quanta must be > 0 (0 is RESUME)".into());

@@ -310,6 +310,7 @@ impl Fabric {
                 lossless_mask: cfg.lossless_mask,
                 lossy_mask: cfg.lossy_mask,
                 port_alpha_shift: vec![cfg.alpha_shift; b - a],
+                xoff_threshold_bytes: cfg.xoff_threshold_bytes,
             };
             sb.check()
                 .map_err(|e| super::EngineError::BadConfig(format!("switch node {n}: {e}")))?;
