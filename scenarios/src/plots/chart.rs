@@ -46,6 +46,28 @@ const MAX_MARKED: usize = 50;
 /// Legend rows at most; further series are drawn without a legend entry.
 const MAX_LEGEND: usize = 12;
 
+/// Line colours, dark enough to read on white (Palette99's yellow, cyan and lime are not);
+/// further series take Palette99's.
+const COLOURS: [(u8, u8, u8); 10] = [
+    (230, 25, 75),
+    (60, 180, 75),
+    (0, 130, 200),
+    (245, 130, 48),
+    (145, 30, 180),
+    (0, 128, 128),
+    (240, 50, 230),
+    (170, 110, 40),
+    (0, 0, 128),
+    (128, 128, 0),
+];
+
+fn colour(i: usize) -> RGBAColor {
+    COLOURS.get(i).map_or_else(
+        || Palette99::pick(i).to_rgba(),
+        |&(r, g, b)| RGBColor(r, g, b).to_rgba(),
+    )
+}
+
 /// Chart size in pixels, and the parts of it around the plotting area.
 const WIDTH: u32 = 800;
 const HEIGHT: u32 = 480;
@@ -124,6 +146,9 @@ pub fn line_chart(c: &Chart<'_>, series: &[Series]) -> Result<String, String> {
     }
     if y1 - y0 < 1e-12 {
         y1 = y0 + 1.0;
+    }
+    if c.y_range.is_none() {
+        y1 = with_legend_room(series, &pts, (x0, x1), (y0, y1));
     }
     let data = Data {
         series,
@@ -240,7 +265,7 @@ where
         let mut covered: Vec<(i32, i32)> = Vec::new();
         let with_bars = d.bars.iter().filter(|b| !b.is_empty()).count().max(1);
         for (i, (s, p)) in d.series.iter().zip(d.pts).enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = colour(i);
             // Markers first, where there are few points (a single bucket or flow is visible).
             if p.len() <= MAX_MARKED {
                 chart
@@ -267,21 +292,18 @@ where
                     .label(s.name.clone())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
             }
-            for w in p.windows(2) {
-                for k in 0..=8 {
-                    let f = f64::from(k) / 8.0;
-                    let xy = (w[0].0 + (w[1].0 - w[0].0) * f, w[0].1 + (w[1].1 - w[0].1) * f);
-                    covered.push(chart.backend_coord(&xy));
-                }
-            }
-            covered.extend(p.iter().map(|xy| chart.backend_coord(xy)));
+            covered.extend(
+                sampled(std::slice::from_ref(p))
+                    .iter()
+                    .map(|xy| chart.backend_coord(xy)),
+            );
         }
         let labels: Vec<&str> = d.series.iter().take(MAX_LEGEND).map(|s| s.name.as_str()).collect();
         if labels.iter().any(|l| !l.is_empty()) {
             let (xr, yr) = chart.plotting_area().get_pixel_range();
             chart
                 .configure_series_labels()
-                .position(legend_corner(&labels, (xr, yr), &covered))
+                .position(legend_corner(&labels, (xr, yr), &covered).0)
                 .border_style(BLACK)
                 .background_style(WHITE.mix(0.85))
                 .draw()
@@ -292,13 +314,57 @@ where
     Ok(svg)
 }
 
+/// The plotting area's pixels within the 800 x 480 chart (left, top, right, bottom), as
+/// plotters lays it out with the margins, label areas and caption above.
+const PLOT_AREA_PX: (i32, i32, i32, i32) = (85, 41, 785, 420);
+
+/// The y top that leaves room for the legend above the data when every corner of the
+/// plotting area would put the legend over drawn points (estimated with `PLOT_AREA_PX`).
+fn with_legend_room(series: &[Series], pts: &[Vec<(f64, f64)>], (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> f64 {
+    let labels: Vec<&str> = series.iter().take(MAX_LEGEND).map(|s| s.name.as_str()).collect();
+    if labels.iter().all(|l| l.is_empty()) {
+        return y1;
+    }
+    let (l, t, r, b) = PLOT_AREA_PX;
+    let px = |(x, y): (f64, f64)| {
+        (
+            l + ((x - x0) / (x1 - x0) * f64::from(r - l)) as i32,
+            t + ((y1 - y) / (y1 - y0) * f64::from(b - t)) as i32,
+        )
+    };
+    let covered = sampled(pts).into_iter().map(px).collect::<Vec<_>>();
+    let (_, n, h) = legend_corner(&labels, (l..r, t..b), &covered);
+    if n == 0 {
+        return y1;
+    }
+    // The data keep the lower (height - legend) of the area.
+    let free = f64::from(b - t - h - 10).max(f64::from(b - t) / 3.0);
+    y0 + (y1 - y0) * f64::from(b - t) / free
+}
+
+/// The points of the lines and 8 samples along each segment, in data coordinates.
+fn sampled(pts: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for p in pts {
+        out.extend(p.iter().copied());
+        for w in p.windows(2) {
+            for k in 1..8 {
+                let f = f64::from(k) / 8.0;
+                out.push((w[0].0 + (w[1].0 - w[0].0) * f, w[0].1 + (w[1].1 - w[0].1) * f));
+            }
+        }
+    }
+    out
+}
+
 /// The corner of the plotting area where a legend of `labels` covers the fewest drawn
-/// pixels (`covered`); upper left on a tie.
+/// pixels (`covered`); upper left on a tie. Also the number covered there and the legend's
+/// estimated height.
 fn legend_corner(
     labels: &[&str],
     (xr, yr): (std::ops::Range<i32>, std::ops::Range<i32>),
     covered: &[(i32, i32)],
-) -> SeriesLabelPosition {
+) -> (SeriesLabelPosition, usize, i32) {
     let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64;
     let w = (chars * CHAR_PX) as i32 + 50 + 10;
     let h = labels.len() as i32 * 15 + 20 + 10;
@@ -318,7 +384,7 @@ fn legend_corner(
             best = (n, pos);
         }
     }
-    best.1
+    (best.1, best.0, h)
 }
 
 /// A tick label: few digits, SI suffix for large values.
