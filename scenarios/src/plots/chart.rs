@@ -156,25 +156,40 @@ pub fn line_chart(c: &Chart<'_>, series: &[Series]) -> Result<String, String> {
         bars: &bars,
     };
     match ticks {
+        None if c.x_log && log_ticks(x0, x1).len() >= 2 => {
+            // Ticks at 1, 2, 5 x powers of ten (only the powers when they are many).
+            let labels: Vec<(f64, String)> = log_ticks(x0, x1).into_iter().map(|(v, x)| (v, short(x))).collect();
+            let t: Vec<(f64, &str)> = labels.iter().map(|(v, l)| (*v, l.as_str())).collect();
+            draw_ticked(c, &data, &t, (x0, x1), y0..y1)
+        }
         None => {
             let x_fmt = |v: &f64| short(if c.x_log { 10f64.powf(*v) } else { *v });
             draw(c, &data, x0..x1, y0..y1, &x_fmt)
         }
-        Some(t) => {
-            let shown = thin_ticks(&t, (x0, x1));
-            let x_fmt = |v: &f64| {
-                shown
-                    .iter()
-                    .find(|t| t.0 == *v)
-                    .map_or_else(String::new, |t| t.1.to_owned())
-            };
-            let axis = Ticked {
-                inner: (x0..x1).into(),
-                keys: shown.iter().map(|t| t.0).collect(),
-            };
-            draw(c, &data, axis, y0..y1, &x_fmt)
-        }
+        Some(t) => draw_ticked(c, &data, &t, (x0, x1), y0..y1),
     }
+}
+
+/// Draws with an x axis ticked at `ticks` (transformed x, label), those that fit.
+fn draw_ticked(
+    c: &Chart<'_>,
+    data: &Data<'_>,
+    ticks: &[(f64, &str)],
+    (x0, x1): (f64, f64),
+    y: std::ops::Range<f64>,
+) -> Result<String, String> {
+    let shown = thin_ticks(ticks, (x0, x1));
+    let x_fmt = |v: &f64| {
+        shown
+            .iter()
+            .find(|t| t.0 == *v)
+            .map_or_else(String::new, |t| t.1.to_owned())
+    };
+    let axis = Ticked {
+        inner: (x0..x1).into(),
+        keys: shown.iter().map(|t| t.0).collect(),
+    };
+    draw(c, data, axis, y, &x_fmt)
 }
 
 /// An f64 axis with tick marks (and grid lines) at given values only.
@@ -202,6 +217,24 @@ impl Ranged for Ticked {
     fn range(&self) -> std::ops::Range<f64> {
         self.inner.range()
     }
+}
+
+/// Ticks (log10 of the value, the value) within `[lo, hi]` (log10 too): 1, 2 and 5 times each
+/// power of ten, or the powers alone when the range spans more than three of them.
+fn log_ticks(lo: f64, hi: f64) -> Vec<(f64, f64)> {
+    let (first, last) = (lo.floor() as i32, hi.ceil() as i32);
+    let mults: &[f64] = if last - first > 3 { &[1.0] } else { &[1.0, 2.0, 5.0] };
+    let mut out = Vec::new();
+    for e in first..=last {
+        for m in mults {
+            let x = m * 10f64.powi(e);
+            let v = x.log10();
+            if v >= lo - 1e-9 && v <= hi + 1e-9 {
+                out.push((v, x));
+            }
+        }
+    }
+    out
 }
 
 /// The ticks whose labels fit: left to right, a label is kept when it starts clear of the
