@@ -49,9 +49,9 @@ pub enum Cmd {
         #[arg(long)]
         plots: bool,
     },
-    /// Draw the plots of a finished run into DIR/plots/ (SVG).
+    /// Draw the plots of a finished run, or of a sweep, into DIR/plots/ (SVG).
     Plot {
-        /// A results directory written by `fabricsim run`.
+        /// A results directory written by `fabricsim run`, or a sweep's output directory.
         dir: PathBuf,
     },
     /// Check a scenario without running it.

@@ -206,4 +206,65 @@ fn selection_guide_ci_study_tables_are_sane_and_match_baselines_and_doc() {
         committed == md,
         "docs/studies/selection-guide.md is stale: rerun `fabricsim study studies/selection-guide/study.toml`"
     );
+
+    // Its figures: one per GPU count in a server, AllReduce and all-to-all between servers, the
+    // loaded p99; each linked from the report, with a line per network, and the committed SVG
+    // files are exactly these runs' figures (no more, no fewer, the same bytes).
+    let figs = study::figures::figures(&d);
+    let names: Vec<&str> = figs.iter().map(|f| f.file.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "server_allreduce_2gpus.svg",
+            "server_allreduce_4gpus.svg",
+            "server_allreduce_8gpus.svg",
+            "cluster_allreduce.svg",
+            "cluster_alltoall.svg",
+            "tail_p99.svg"
+        ]
+    );
+    let fig_name = study::figures::dir_name(&manifest.study.doc);
+    let fig_dir = dir.join(&manifest.study.doc).parent().unwrap().join(&fig_name);
+    let mut stale = Vec::new();
+    for f in &figs {
+        let svg = f.draw().unwrap();
+        assert!(
+            md.contains(&format!("]({fig_name}/{})", f.file)),
+            "the report does not link {}",
+            f.file
+        );
+        assert!(svg.starts_with("<svg") && svg.contains(&f.title), "{}", f.file);
+        if f.file.starts_with("cluster_") {
+            for (_, label) in &guide::NETWORKS[..3] {
+                assert!(svg.contains(label), "{}: no line for {label}", f.file);
+            }
+            assert_eq!(
+                svg.matches("stroke-width=\"2\" points=").count(),
+                2 * 3,
+                "{}: 3 lines and their legend marks",
+                f.file
+            );
+        }
+        if std::fs::read_to_string(fig_dir.join(&f.file)).ok().as_deref() != Some(svg.as_str()) {
+            stale.push(f.file.clone());
+        }
+    }
+    let mut on_disk: Vec<String> = std::fs::read_dir(&fig_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    want.sort();
+    assert_eq!(
+        on_disk,
+        want,
+        "{} holds other files than the figures",
+        fig_dir.display()
+    );
+    assert!(
+        stale.is_empty(),
+        "figures {stale:?} in {} are stale: rerun `fabricsim study studies/selection-guide/study.toml`",
+        fig_dir.display()
+    );
 }

@@ -569,3 +569,157 @@ fn shipped_sweeps_validate() {
     }
     assert!(n > 0, "no sweep in {}", dir.display());
 }
+
+/// A polyline of a chart: (stroke colour, stroke width, points).
+type Polyline = (String, String, Vec<(f64, f64)>);
+
+/// A chart's SVG: its texts and its polylines.
+struct Svg {
+    texts: Vec<String>,
+    lines: Vec<Polyline>,
+}
+
+fn svg(path: &Path) -> Svg {
+    let text = read(path);
+    let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{}: not XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let mut out = Svg {
+        texts: Vec::new(),
+        lines: Vec::new(),
+    };
+    for n in doc.descendants() {
+        match n.tag_name().name() {
+            "text" => out.texts.push(n.text().unwrap_or_default().trim().to_owned()),
+            "polyline" => {
+                let points = n
+                    .attribute("points")
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        (x.parse().unwrap(), y.parse().unwrap())
+                    })
+                    .collect();
+                let attr = |a: &str| n.attribute(a).unwrap_or_default().to_owned();
+                out.lines.push((attr("stroke"), attr("stroke-width"), points));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn sweep_plots_a_chart_per_metric_with_a_series_per_second_parameter_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = r#"
+[sweep]
+seeds = 2
+
+[sweep.params]
+"workload.0.size" = ["64KiB", "256KiB", "1MiB"]
+"fabric.switch_latency" = ["500ns", "1us", "2us"]
+"#;
+    let f = write(dir.path(), "p.toml", &format!("{}{sweep}", base()));
+    let out = dir.path().join("out");
+    let r = sweep_ok(&f, &out, &["--jobs", "2", "--quiet"]);
+    assert!(r.stdout.contains("plots: 13 files in"), "{r:?}");
+    let chart = out.join("plots/latency_p99_ns.svg");
+    let g = svg(&chart);
+    // Title and axis labels: the metric and the first parameter.
+    for t in [
+        "latency_p99_ns vs workload.0.size (mean of 2 seeds, 95% CI)",
+        "workload.0.size",
+        "latency_p99_ns",
+    ] {
+        assert!(g.texts.iter().any(|x| x == t), "no text {t:?} in {:?}", g.texts);
+    }
+    // Ticks at the first parameter's values as written; a legend entry per second value.
+    for t in ["64KiB", "256KiB", "1MiB"] {
+        assert!(g.texts.iter().any(|x| x == t), "no tick {t}");
+    }
+    let legend: Vec<&String> = g
+        .texts
+        .iter()
+        .filter(|t| t.starts_with("fabric.switch_latency = "))
+        .collect();
+    assert_eq!(legend.len(), 3, "{legend:?}");
+    // One data line (width 2, a point per size) per second-parameter value.
+    let series: Vec<&Polyline> = g.lines.iter().filter(|l| l.1 == "2" && l.2.len() == 3).collect();
+    assert_eq!(series.len(), 3, "{:?}", g.lines);
+    // Each point's pixel is where its mean from sweep_summary.csv belongs: x increasing with
+    // the size on a numeric axis (64, 256, 1024 KiB), y one linear (downward) map of the mean.
+    let sum = csv(&out.join("sweep_summary.csv"));
+    let m = col(&sum[0], "latency_p99_ns.mean");
+    let mean = |size: usize, lat: usize| -> f64 { sum[1 + size * 3 + lat][m].parse().unwrap() };
+    let mut pairs = Vec::new();
+    for (lat, line) in series.iter().enumerate() {
+        let xs: Vec<f64> = line.2.iter().map(|p| p.0).collect();
+        assert!(xs[0] < xs[1] && xs[1] < xs[2], "{xs:?}");
+        let frac = (xs[1] - xs[0]) / (xs[2] - xs[0]);
+        assert!((frac - 192.0 / 960.0).abs() < 0.01, "x of 256KiB at {frac} of the span");
+        for (size, p) in line.2.iter().enumerate() {
+            assert!(
+                p.0 > 0.0 && p.0 < 800.0 && p.1 > 0.0 && p.1 < 480.0,
+                "{p:?} outside the chart"
+            );
+            pairs.push((mean(size, lat), p.1));
+        }
+    }
+    let lo = pairs
+        .iter()
+        .copied()
+        .fold((f64::MAX, 0.0), |a, p| if p.0 < a.0 { p } else { a });
+    let hi = pairs
+        .iter()
+        .copied()
+        .fold((f64::MIN, 0.0), |a, p| if p.0 > a.0 { p } else { a });
+    assert!(
+        hi.0 > lo.0 && hi.1 < lo.1,
+        "larger means must be drawn higher: {pairs:?}"
+    );
+    let slope = (hi.1 - lo.1) / (hi.0 - lo.0);
+    for (v, py) in &pairs {
+        let want = lo.1 + (v - lo.0) * slope;
+        assert!((py - want).abs() <= 1.5, "mean {v} drawn at y {py}, expected {want}");
+    }
+    // Error bars (a stem and two caps) in the series' colours at every point.
+    let colours: Vec<&String> = series.iter().map(|l| &l.0).collect();
+    let bars = g.lines.iter().filter(|l| l.1 == "1" && colours.contains(&&l.0)).count();
+    assert_eq!(bars, 3 * 9, "a bar per point");
+    // `fabricsim plot` of the sweep directory redraws the same bytes.
+    let before = read(&chart);
+    let o = fabricsim(&["plot", s(&out)]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stdout.lines().count(), 13, "{o:?}");
+    assert_eq!(read(&chart), before);
+
+    // One parameter whose values are not numbers: positions in the order written, one series,
+    // no legend, no bars with one seed.
+    let one = r#"
+[sweep.params]
+"topology.host_link" = [{ rate = "100Gbps", cable_m = 3 }, { rate = "40Gbps", cable_m = 3 }]
+"#;
+    let f = write(dir.path(), "c.toml", &format!("{}{one}", base()));
+    let out = dir.path().join("cat");
+    sweep_ok(&f, &out, &["--quiet"]);
+    let g = svg(&out.join("plots/throughput_gbps.svg"));
+    assert!(g.texts.iter().any(|t| t == "topology.host_link"), "{:?}", g.texts);
+    let ticks: Vec<usize> = [
+        "{ cable_m = 3, rate = \"100Gbps\" }",
+        "{ cable_m = 3, rate = \"40Gbps\" }",
+    ]
+    .iter()
+    .map(|t| {
+        g.texts
+            .iter()
+            .position(|x| x == t)
+            .unwrap_or_else(|| panic!("no tick {t}"))
+    })
+    .collect();
+    assert!(ticks[0] < ticks[1]);
+    let series: Vec<_> = g.lines.iter().filter(|l| l.1 == "2").collect();
+    assert_eq!(series.len(), 1, "one line, no legend mark: {:?}", g.lines);
+    let p = &series[0].2;
+    assert!(p[0].0 < p[1].0 && p[0].1 < p[1].1, "100G above 40G: {p:?}");
+}

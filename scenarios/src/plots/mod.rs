@@ -12,8 +12,9 @@
 //! | `busbw.svg` | `collectives.csv` | bus bandwidth versus message size per collective workload |
 //! | `hotspot_map.svg` | `ports.csv`, `summary.json` trees | the topology by levels, links coloured by utilisation, the pause / congestion tree as arrows (`map.rs`) |
 
-mod chart;
+pub mod chart;
 mod map;
+pub mod sweep;
 
 use chart::{Chart, Series, line_chart};
 use std::collections::BTreeMap;
@@ -92,18 +93,22 @@ impl Table {
 }
 
 /// Writes every plot the run in `dir` has data for into `dir/plots/`; returns their paths.
-/// `dir` must be a fabricsim results directory.
+/// `dir` must be a fabricsim results directory or a sweep's output directory (`sweep.rs`).
 pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    if !crate::results_dir::has_marker(dir) {
+    let figures: Vec<(String, String)> = if sweep::is_sweep_dir(dir) {
+        sweep::figures(dir)?
+    } else if crate::results_dir::has_marker(dir) {
+        figures(dir)?.into_iter().map(|(n, svg)| (n.to_owned(), svg)).collect()
+    } else {
         return Err(perr(
             dir,
             format!(
-                "not a fabricsim results directory (no {} file)",
-                crate::results_dir::MARKER
+                "not a fabricsim results directory (no {} file) nor a sweep's (no {})",
+                crate::results_dir::MARKER,
+                crate::sweep::run::MANIFEST
             ),
         ));
-    }
-    let figures = figures(dir)?;
+    };
     let out = dir.join("plots");
     std::fs::create_dir_all(&out).map_err(|e| perr(&out, e.to_string()))?;
     let mut written = Vec::new();
@@ -239,10 +244,7 @@ fn fct_cdf(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
     }
     let series: Vec<Series> = by_group
         .into_values()
-        .map(|(name, mut v)| Series {
-            name: format!("{name} ({} flows)", v.len()),
-            points: cdf(&mut v),
-        })
+        .map(|(name, mut v)| Series::new(format!("{name} ({} flows)", v.len()), cdf(&mut v)))
         .collect();
     let c = Chart {
         title: "Flow completion time CDF",
@@ -250,6 +252,7 @@ fn fct_cdf(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
         y_label: "fraction of completed flows",
         x_log: true,
         y_range: Some((0.0, 1.0)),
+        x_ticks: None,
     };
     Ok(line_chart(&c, &series))
 }
@@ -267,14 +270,9 @@ fn latency_cdf(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
         y_label: "fraction of delivered packets",
         x_log: true,
         y_range: Some((0.0, 1.0)),
+        x_ticks: None,
     };
-    Ok(line_chart(
-        &c,
-        &[Series {
-            name: "packets".into(),
-            points,
-        }],
-    ))
+    Ok(line_chart(&c, &[Series::new("packets", points)]))
 }
 
 fn slowdown_by_size(s: &serde_json::Value) -> Drawn {
@@ -287,9 +285,11 @@ fn slowdown_by_size(s: &serde_json::Value) -> Drawn {
     };
     let series = ["p50", "p95", "p99"]
         .iter()
-        .map(|q| Series {
-            name: format!("{q} slowdown"),
-            points: buckets.iter().filter_map(|b| Some((x(b)?, b[*q].as_f64()?))).collect(),
+        .map(|q| {
+            Series::new(
+                format!("{q} slowdown"),
+                buckets.iter().filter_map(|b| Some((x(b)?, b[*q].as_f64()?))).collect(),
+            )
         })
         .collect::<Vec<_>>();
     let c = Chart {
@@ -298,6 +298,7 @@ fn slowdown_by_size(s: &serde_json::Value) -> Drawn {
         y_label: "FCT / ideal FCT",
         x_log: true,
         y_range: None,
+        x_ticks: None,
     };
     line_chart(&c, &series)
 }
@@ -324,15 +325,13 @@ fn port_series(path: &Path, t: &Table, hot: &[u64]) -> Result<(Drawn, Drawn), Pl
             .iter()
             .map(|&p| {
                 let rows: Vec<&Vec<String>> = t.rows.iter().filter(|r| Table::num(r, pc) == Some(p as f64)).collect();
-                Series {
-                    name: rows
-                        .first()
+                Series::new(
+                    rows.first()
                         .map_or(format!("port {p}"), |r| format!("{} (port {p})", r[lc])),
-                    points: rows
-                        .iter()
+                    rows.iter()
                         .filter_map(|r| Some((Table::num(r, tc)? / 1e3, Table::num(r, col)? * scale)))
                         .collect(),
-                }
+                )
             })
             .collect()
     };
@@ -342,6 +341,7 @@ fn port_series(path: &Path, t: &Table, hot: &[u64]) -> Result<(Drawn, Drawn), Pl
         y_label: "queue (KiB)",
         x_log: false,
         y_range: None,
+        x_ticks: None,
     };
     let u = Chart {
         title: "Utilisation of the top hotspot ports (per window)",
@@ -349,6 +349,7 @@ fn port_series(path: &Path, t: &Table, hot: &[u64]) -> Result<(Drawn, Drawn), Pl
         y_label: "utilisation (%)",
         x_log: false,
         y_range: Some((0.0, 100.0)),
+        x_ticks: None,
     };
     Ok((
         line_chart(&q, &series(qc, 1.0 / 1024.0)),
@@ -369,10 +370,7 @@ fn flow_rates(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
     }
     let series: Vec<Series> = by_flow
         .into_iter()
-        .map(|(f, points)| Series {
-            name: format!("flow {f}"),
-            points,
-        })
+        .map(|(f, points)| Series::new(format!("flow {f}"), points))
         .collect();
     let c = Chart {
         title: "Congestion-control rate of the first flows",
@@ -380,6 +378,7 @@ fn flow_rates(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
         y_label: "rate (Gb/s)",
         x_log: false,
         y_range: None,
+        x_ticks: None,
     };
     Ok(line_chart(&c, &series))
 }
@@ -406,7 +405,7 @@ fn busbw(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
     let series: Vec<Series> = order
         .into_iter()
         .zip(by)
-        .map(|(name, points)| Series { name, points })
+        .map(|(name, points)| Series::new(name, points))
         .collect();
     let c = Chart {
         title: "Bus bandwidth versus message size (nccl-tests busbw)",
@@ -414,6 +413,7 @@ fn busbw(path: &Path, t: &Table) -> Result<Drawn, PlotError> {
         y_label: "busbw (GB/s)",
         x_log: true,
         y_range: None,
+        x_ticks: None,
     };
     Ok(line_chart(&c, &series))
 }

@@ -54,7 +54,7 @@ fn coll(s: &Summary, workload: &str) -> Vec<(u64, f64, f64)> {
         .collect()
 }
 
-fn size_label(b: u64) -> String {
+pub(super) fn size_label(b: u64) -> String {
     const MIB: u64 = 1 << 20;
     if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
         format!("{} GiB", b >> 30)
@@ -307,7 +307,7 @@ fn largest(rows: &[(u64, f64, f64)]) -> Option<(u64, f64)> {
     rows.iter().max_by_key(|r| r.0).map(|r| (r.0, r.1))
 }
 
-fn net_label(key: &str) -> &str {
+pub(super) fn net_label(key: &str) -> &str {
     NETWORKS.iter().find(|n| n.0 == key).map_or(key, |n| n.1)
 }
 
@@ -366,6 +366,7 @@ pub fn report(m: &Manifest, runs: &[StudyRun], variant: &str) -> Result<String, 
 /// Renders the Markdown.
 pub fn render(m: &Manifest, d: &Measured, variant: &str) -> String {
     let mut o = String::new();
+    let figs = super::figures::figures(d);
     let e = &m.endpoint;
     let _ = writeln!(o, "# The interconnect selection guide, measured\n");
     let _ = writeln!(
@@ -473,6 +474,7 @@ pub fn render(m: &Manifest, d: &Measured, variant: &str) -> String {
         }
         let _ = writeln!(o);
     }
+    embed(&mut o, m, &figs, "server_");
     let server_v = server_verdict(d);
     let _ = writeln!(o, "{}\n", server_v.1);
 
@@ -521,6 +523,7 @@ pub fn render(m: &Manifest, d: &Measured, variant: &str) -> String {
         let _ = writeln!(o);
     }
     let _ = writeln!(o);
+    embed(&mut o, m, &figs, "cluster_");
     let _ = writeln!(o, "### Small-message latency under load\n");
     let _ = writeln!(
         o,
@@ -550,6 +553,7 @@ pub fn render(m: &Manifest, d: &Measured, variant: &str) -> String {
         );
     }
     let _ = writeln!(o);
+    embed(&mut o, m, &figs, "tail_");
     let _ = writeln!(o, "### Scaling, and what is out of reach\n");
     let fits = scaling(d);
     let max_servers = d.clusters.iter().map(|c| c.servers).max().unwrap_or(0);
@@ -659,12 +663,21 @@ pub fn render(m: &Manifest, d: &Measured, variant: &str) -> String {
         );
     }
     let _ = writeln!(o);
-    notes(&mut o, d);
+    notes(&mut o, m, d);
     o
 }
 
+/// Links to the figures whose file names start with `prefix` (`figures.rs`), one per paragraph,
+/// in the directory named after the report.
+fn embed(o: &mut String, m: &Manifest, figs: &[super::figures::Figure], prefix: &str) {
+    let dir = super::figures::dir_name(&m.study.doc);
+    for f in figs.iter().filter(|f| f.file.starts_with(prefix)) {
+        let _ = writeln!(o, "![{}]({dir}/{})\n", f.title, f.file);
+    }
+}
+
 /// Section 6: how to read the tables; the statements that depend on the numbers are computed.
-fn notes(o: &mut String, d: &Measured) {
+fn notes(o: &mut String, m: &Manifest, d: &Measured) {
     let _ = writeln!(o, "## 6. Reading the tables\n");
     let _ = writeln!(
         o,
@@ -775,7 +788,10 @@ fn notes(o: &mut String, d: &Measured) {
     );
     let _ = writeln!(
         o,
-        "- **Figures.** Plots of these tables are pending (the plotting work of issue 13); the numbers are all here."
+        "- **Figures.** The charts are drawn by `fabricsim study` from the same runs as the tables (`{}/*.svg`, \
+         next to this file); a line joins measured points only, nothing between them is simulated, and the x axes \
+         (message size, servers) are logarithmic.",
+        super::figures::dir_name(&m.study.doc)
     );
     let _ = writeln!(o);
 }

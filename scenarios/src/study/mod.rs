@@ -1,5 +1,6 @@
 //! Studies: a directory of ordinary scenario files plus a manifest (`study.toml`), run end to
-//! end by one command (`fabricsim study MANIFEST [--full]`), which writes a Markdown report.
+//! end by one command (`fabricsim study MANIFEST [--full]`), which writes a Markdown report
+//! and its figures (`figures`: SVG charts, in a directory named after the report).
 //!
 //! Today there is one study, the interconnect selection guide (`studies/selection-guide/`,
 //! issue 12; [`guide`] builds its tables and verdicts). Layout of a study directory:
@@ -17,6 +18,7 @@
 //! and the built topologies (for the cost column); it is a pure function of them and of the
 //! manifest, so the same runs give the same bytes.
 
+pub mod figures;
 pub mod guide;
 
 use crate::build::load;
@@ -387,24 +389,32 @@ pub fn run_study(manifest_path: &Path, opts: &StudyOptions) -> Result<String, St
         message: e.to_string(),
     })?;
     let runs = run_all(&base.join(variant), &out_root, opts.jobs, opts.quiet)?;
-    let md = guide::report(&manifest, &runs, variant)?;
+    let measured = guide::measure(&manifest, &runs)?;
+    let md = guide::render(&manifest, &measured, variant);
+    let svgs = figures::figures(&measured)
+        .iter()
+        .map(|f| Ok((f.file.clone(), f.draw()?)))
+        .collect::<Result<Vec<(String, String)>, String>>()
+        .map_err(StudyError::Table)?;
+    let fig_dir = figures::dir_name(&manifest.study.doc);
+    let mut docs = vec![out_root.join("report.md")];
     if !opts.no_doc {
-        let doc = opts.doc.clone().unwrap_or_else(|| base.join(&manifest.study.doc));
-        if let Some(dir) = doc.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StudyError::Io {
-                path: dir.display().to_string(),
-                message: e.to_string(),
-            })?;
-        }
-        crate::regression::junit::write_atomically(&doc, md.as_bytes()).map_err(|e| StudyError::Io {
-            path: doc.display().to_string(),
-            message: e.to_string(),
-        })?;
+        docs.push(opts.doc.clone().unwrap_or_else(|| base.join(&manifest.study.doc)));
     }
-    let tables = out_root.join("report.md");
-    crate::regression::junit::write_atomically(&tables, md.as_bytes()).map_err(|e| StudyError::Io {
-        path: tables.display().to_string(),
-        message: e.to_string(),
-    })?;
+    // The report and, in a directory next to it, its figures (the same in the results root).
+    for doc in docs {
+        let dir = doc.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let io = |p: &Path, e: std::io::Error| StudyError::Io {
+            path: p.display().to_string(),
+            message: e.to_string(),
+        };
+        let figs = dir.join(&fig_dir);
+        std::fs::create_dir_all(&figs).map_err(|e| io(&figs, e))?;
+        for (name, svg) in &svgs {
+            let p = figs.join(name);
+            crate::regression::junit::write_atomically(&p, svg.as_bytes()).map_err(|e| io(&p, e))?;
+        }
+        crate::regression::junit::write_atomically(&doc, md.as_bytes()).map_err(|e| io(&doc, e))?;
+    }
     Ok(md)
 }

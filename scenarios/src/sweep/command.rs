@@ -155,7 +155,21 @@ fn finish(sweep: &Sweep, records: &[RunRecord], out_dir: &Path, out: &mut dyn Wr
         "\nresults in {} (sweep.csv, sweep_summary.csv, sweep_timing.csv)",
         out_dir.display()
     );
-    0
+    match crate::plots::plot_dir(out_dir) {
+        Ok(files) => {
+            let _ = writeln!(
+                out,
+                "plots: {} files in {}",
+                files.len(),
+                out_dir.join("plots").display()
+            );
+            0
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: sweep plots: {e}");
+            1
+        }
+    }
 }
 
 /// `fabricsim sweep`: returns the exit status (0 all runs have results, 1 a run failed or

@@ -60,7 +60,7 @@ pub struct RunRecord {
 type Metric = (String, Option<f64>);
 
 /// The headline metrics, always present as columns (empty when a run has no value).
-const HEADLINE: [&str; 14] = [
+pub const HEADLINE: [&str; 14] = [
     "outcome",
     "sim_time_ns",
     "latency_p50_ns",
