@@ -798,12 +798,22 @@ impl Loaded {
             RoutingSpec::Adaptive => RoutePick::Adaptive,
         };
         let ethernet_kind = f.kind == FabricKind::Ethernet;
+        let ib_links = matches!(&self.scenario.topology, TopologySpec::Custom { links, .. }
+            if links.iter().any(|l| l.kind.as_deref() == Some("infiniband")));
+        if roce_kind && ib_links && mtu > ib::link::MTUS_BYTES[ib::link::MTUS_BYTES.len() - 1] as u64 {
+            return Err(self.err(
+                "fabric.mtu",
+                format!(
+                    "the topology has infiniband links, whose MTU is at most 4096B: expected at most 4096B, got {mtu}B"
+                ),
+            ));
+        }
         let ib = if ib_kind {
             Some(self.build_ib(f.infiniband.as_ref(), (mtu + header) as u32)?)
         } else if (roce_kind || ethernet_kind)
             && (matches!(self.scenario.topology, TopologySpec::Cluster { .. })
-                || matches!(&self.scenario.topology, TopologySpec::Custom { devices, links, .. }
-                    if !devices.is_empty() || links.iter().any(|l| l.kind.as_deref() == Some("infiniband"))))
+                || ib_links
+                || matches!(&self.scenario.topology, TopologySpec::Custom { devices, .. } if !devices.is_empty()))
         {
             // The servers of a RoCEv2 or Ethernet cluster keep their credit-based NVLink/PCIe
             // links and cut-through devices, and a custom topology's InfiniBand switches their

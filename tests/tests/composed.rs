@@ -605,6 +605,20 @@ flows = [{ src = 0, dst = 1, size = 4096 }]
     }
     // A link of a discipline the run cannot model is refused where it is written: Ethernet in
     // an InfiniBand run (no PFC switches), InfiniBand in a base Ethernet run (no credits).
+    // InfiniBand links carry at most 4096 B of payload: a larger MTU is refused at `fabric.mtu`.
+    let p = dir.path().join("bad.toml");
+    std::fs::write(
+        &p,
+        text.replace("kind = \"rocev2\"", "kind = \"rocev2\"\nmtu = \"9000B\""),
+    )
+    .unwrap();
+    let r = fabricsim(&["validate", s(&p)]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("fabric.mtu") && r.stderr.contains("4096"),
+        "{}",
+        r.stderr
+    );
     for (fabric, field) in [
         ("infiniband", "topology.links[7].kind"),
         ("ethernet", "topology.links[5].kind"),

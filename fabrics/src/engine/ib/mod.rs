@@ -514,7 +514,8 @@ impl Fabric {
         let b = self.pkt_blocks_on(x, id);
         let vl = pkt.vl;
         let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
-        if self.link_fc[x as usize] == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
+        let fc = self.link_fc[x as usize];
+        if fc == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
             // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender
             // back, so a full buffer drops (tail drop, counted at the port it arrived on).
             self.drop_packet(x, id);
@@ -549,7 +550,7 @@ impl Fabric {
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
         pk.next_port = out;
-        if self.link_fc[x as usize] == LinkFc::Pfc {
+        if fc == LinkFc::Pfc {
             // A NIC's network side: its receive buffer pauses the switch that feeds it.
             self.credit_pfc_check(s, x, vl);
         }
