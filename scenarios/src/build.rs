@@ -4,9 +4,10 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    BufferSpec, CcKind, CcPreset, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, EcnPreset, FabricKind,
-    InfinibandSpec, LinkSpec, MarkPointSpec, NvlinkGenSpec, PcieGenSpec, RoceSpec, RoutingSpec, Scenario,
-    ServerKindSpec, StripingSpec, TopologySpec, VlArbEntrySpec, WorkloadSpec,
+    BufferSpec, CcKind, CcPreset, ChannelRings, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, EcnPreset,
+    EthernetSpec, FabricKind, InfinibandSpec, LinkSpec, LossRecovery, MarkPointSpec, NvlinkGenSpec, PcieGenSpec,
+    RanksSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec, StripingSpec, TopologySpec, VlArbEntrySpec,
+    WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
@@ -42,6 +43,10 @@ pub const MAX_HOSTS: u32 = 1 << 17;
 pub const MAX_FLOWS: usize = 10_000_000;
 /// Highest traffic class (IB service levels and Ethernet priorities fit in 0..=15).
 pub const MAX_CLASS: u8 = 15;
+/// Go-back-N retransmission timeout of the base fabric's transport: IRN's RTO_high (Mittal et
+/// al., "Revisiting Network Support for RDMA", SIGCOMM'18, §4), a few hundred base RTTs of a
+/// datacenter fabric, so that it fires only for a lost tail (a NACK recovers the others).
+pub const DEFAULT_ETHERNET_RTO: Duration = Duration::from_us(320);
 /// Most `[[workload]]` entries one scenario may have (groups are numbered with `u16`).
 pub const MAX_WORKLOADS: usize = 4096;
 /// Largest InfiniBand VL buffer, in credits (16 MiB).
@@ -167,6 +172,7 @@ impl Loaded {
     /// switch latency, Ethernet buffer), as stored in `scenario.resolved.toml`.
     pub fn resolved(&self, built: &Built) -> Scenario {
         let mut sc = self.scenario.clone();
+        sc.resolve_classes();
         let f = &mut sc.fabric;
         f.header
             .get_or_insert(SizeSpec::new(sim_core::Bytes(built.engine.header_bytes as u64)));
@@ -182,6 +188,17 @@ impl Loaded {
             && let Some(c) = &built.engine.roce
         {
             f.roce = Some(resolved_roce(f.roce.take().unwrap_or_default(), c));
+        }
+        if f.kind == FabricKind::Ethernet {
+            let e = f.ethernet.get_or_insert_with(EthernetSpec::default);
+            match &built.engine.roce {
+                Some(c) => {
+                    e.loss_recovery = Some(LossRecovery::GoBackN);
+                    e.go_back_n_timeout = c.go_back_n.map(TimeSpec::new);
+                    e.go_back_n_window.get_or_insert_with(|| "bdp".into());
+                }
+                None => e.loss_recovery = Some(LossRecovery::None),
+            }
         }
         if f.kind == FabricKind::Infiniband
             && let Some(ib) = f.infiniband.as_mut()
@@ -822,8 +839,13 @@ impl Loaded {
         } else {
             None
         };
+        if !ethernet_kind && f.ethernet.is_some() {
+            return Err(self.err("fabric.ethernet", "[fabric.ethernet] needs kind = \"ethernet\""));
+        }
         let roce = if roce_kind {
             Some(self.build_roce(f.roce.as_ref(), (mtu + header) as u32)?)
+        } else if ethernet_kind {
+            self.ethernet_transport((mtu + header) as u32)?
         } else {
             None
         };
@@ -837,7 +859,7 @@ impl Loaded {
             marking: AnyMarking::None,
             seed: self.scenario.scenario.seed,
             route_pick,
-            lossy_network: ethernet_kind && ib.is_some(),
+            lossy_network: ethernet_kind && (ib.is_some() || roce.is_some()),
             ib,
             roce,
             device_latency: fabrics::engine::DeviceLatency::default(),
@@ -875,6 +897,71 @@ impl Loaded {
                 crate::units::SizeSpec::new(sim_core::Bytes(limit)),
             ),
         ))
+    }
+
+    /// A go-back-N retransmission timeout at `{table}.go_back_n_timeout`, range-checked.
+    fn go_back_n_timeout(&self, t: Option<TimeSpec>, table: &str) -> Result<Option<Duration>, ScenarioError> {
+        match t {
+            Some(t) if t.get() == Duration::ZERO || t.get() > Duration::from_ms(1000) => {
+                Err(self.err(&format!("{table}.go_back_n_timeout"), "expected a timeout in (0, 1s]"))
+            }
+            t => Ok(t.map(|t| t.get())),
+        }
+    }
+
+    /// A go-back-N send window (`"bdp"`, `"unlimited"` or a size) at `{table}.go_back_n_window`.
+    fn go_back_n_window(&self, w: &str, table: &str) -> Result<GbnWindow, ScenarioError> {
+        Ok(match w.trim() {
+            "bdp" => GbnWindow::Bdp,
+            "unlimited" => GbnWindow::Unlimited,
+            other => match other.parse::<crate::units::SizeSpec>() {
+                Ok(b) if b.get().get() > 0 => GbnWindow::Bytes(b.get().get()),
+                _ => {
+                    return Err(self.err(
+                        &format!("{table}.go_back_n_window"),
+                        format!("expected \"bdp\", \"unlimited\" or a size > 0 such as \"64KiB\", got {other:?}"),
+                    ));
+                }
+            },
+        })
+    }
+
+    /// The base fabric's transport (`[fabric.ethernet]`): RoCEv2 queue pairs with every
+    /// priority lossy, no congestion control, ACK per packet and go-back-N, or `None` with
+    /// `loss_recovery = "none"` (`docs/models/ethernet-base.md`).
+    fn ethernet_transport(&self, max_wire: u32) -> Result<Option<RoceConfig>, ScenarioError> {
+        let default_spec = EthernetSpec::default();
+        let spec = self.scenario.fabric.ethernet.as_ref().unwrap_or(&default_spec);
+        if spec.loss_recovery == Some(LossRecovery::None) {
+            let set = [
+                ("go_back_n_timeout", spec.go_back_n_timeout.is_some()),
+                ("go_back_n_window", spec.go_back_n_window.is_some()),
+            ];
+            if let Some((key, _)) = set.iter().find(|(_, set)| *set) {
+                return Err(self.err(
+                    &format!("fabric.ethernet.{key}"),
+                    "go-back-N is off (loss_recovery = \"none\"): remove this key or set loss_recovery = \"go_back_n\"",
+                ));
+            }
+            return Ok(None);
+        }
+        let timeout = self.go_back_n_timeout(spec.go_back_n_timeout, "fabric.ethernet")?;
+        let gbn_window = match &spec.go_back_n_window {
+            Some(w) => self.go_back_n_window(w, "fabric.ethernet")?,
+            None => GbnWindow::Bdp,
+        };
+        let c = RoceConfig {
+            lossless_mask: 0,
+            lossy_mask: u8::MAX,
+            strict_mask: 0,
+            dwrr_quantum_bytes: [max_wire; 8],
+            go_back_n: Some(timeout.unwrap_or(DEFAULT_ETHERNET_RTO)),
+            gbn_window,
+            deadlock_detection: false,
+            ..RoceConfig::default()
+        };
+        c.validate(max_wire).map_err(|m| self.err("fabric.ethernet", m))?;
+        Ok(Some(c))
     }
 
     /// `[fabric.roce]` into the engine's [`RoceConfig`], every value range-checked.
@@ -970,29 +1057,12 @@ impl Loaded {
             };
         }
         c.acks = spec.acks;
-        if let Some(t) = spec.go_back_n_timeout {
-            if t.get() == Duration::ZERO || t.get() > Duration::from_ms(1000) {
-                return Err(self.err(&at("go_back_n_timeout"), "expected a timeout in (0, 1s]"));
-            }
-            c.go_back_n = Some(t.get());
-        }
+        c.go_back_n = self.go_back_n_timeout(spec.go_back_n_timeout, "fabric.roce")?;
         if let Some(d) = spec.deadlock_detection {
             c.deadlock_detection = d;
         }
         if let Some(w) = &spec.go_back_n_window {
-            c.gbn_window = match w.trim() {
-                "bdp" => GbnWindow::Bdp,
-                "unlimited" => GbnWindow::Unlimited,
-                other => match other.parse::<crate::units::SizeSpec>() {
-                    Ok(b) if b.get().get() > 0 => GbnWindow::Bytes(b.get().get()),
-                    _ => {
-                        return Err(self.err(
-                            &at("go_back_n_window"),
-                            format!("expected \"bdp\", \"unlimited\" or a size > 0 such as \"64KiB\", got {other:?}"),
-                        ));
-                    }
-                },
-            };
+            c.gbn_window = self.go_back_n_window(w, "fabric.roce")?;
         }
         if let Some(t) = spec.rate_sample {
             if t.get() == Duration::ZERO {
@@ -1082,7 +1152,7 @@ impl Loaded {
         c.validate(max_wire).map_err(|m| self.err("fabric.roce", m))?;
         let active = c.lossless_mask | c.lossy_mask;
         for (i, w) in self.scenario.workload.iter().enumerate() {
-            let (_, class) = w.group();
+            let class = self.scenario.class_of(w);
             if class > 7 || active & (1 << class) == 0 {
                 return Err(self.err(
                     &format!("workload[{i}].class"),
@@ -1606,6 +1676,40 @@ impl Loaded {
         Ok(c)
     }
 
+    /// The peers of host `center` in an incast or closed loop: the hosts listed at
+    /// `{field}.{list_key}`, or the `n` hosts after `center` (wrapping around) at
+    /// `{field}.{count_key}`; exactly one of the two.
+    fn endpoints_around(
+        &self,
+        center: u32,
+        list: Option<&[u32]>,
+        n: Option<u32>,
+        n_hosts: u32,
+        (field, list_key, count_key): (&str, &str, &str),
+    ) -> Result<Vec<u32>, ScenarioError> {
+        match (list, n) {
+            (Some(list), None) => {
+                if let Some((j, &h)) = list.iter().enumerate().find(|&(_, &h)| h >= n_hosts) {
+                    return Err(self.err(
+                        &format!("{field}.{list_key}[{j}]"),
+                        format!("host {h} does not exist: the topology has hosts 0..{n_hosts}"),
+                    ));
+                }
+                Ok(list.to_vec())
+            }
+            (None, Some(n)) => {
+                if n == 0 || n >= n_hosts {
+                    return Err(self.err(
+                        &format!("{field}.{count_key}"),
+                        format!("expected 1..={} {list_key}", n_hosts - 1),
+                    ));
+                }
+                Ok((1..=n).map(|d| (center + d) % n_hosts).collect())
+            }
+            _ => Err(self.err(field, format!("give exactly one of `{list_key}` or `{count_key}`"))),
+        }
+    }
+
     #[allow(clippy::type_complexity)]
     fn build_flows(&self, n_hosts: u32, layout: GpuLayout) -> Result<BuiltFlows, ScenarioError> {
         let streams = RngStreams::new(self.scenario.scenario.seed);
@@ -1621,6 +1725,8 @@ impl Loaded {
         let mut plan = FlowPlan::default();
         let mut instances = Vec::new();
         let mut trainings = Vec::new();
+        // A closed-loop workload's flows depend on each other.
+        let mut chained = false;
         for (i, w) in self.scenario.workload.iter().enumerate() {
             let field = format!("workload[{i}]");
             // Each workload has its own streams, so adding one does not perturb another.
@@ -1637,11 +1743,16 @@ impl Loaded {
                     Ok(())
                 }
             };
-            let (_, class) = w.group();
-            if class > MAX_CLASS {
+            let class = self.scenario.class_of(w);
+            let max_class = match self.scenario.fabric.kind {
+                // An Ethernet priority is the 3-bit PCP of the 802.1Q tag.
+                FabricKind::Ethernet | FabricKind::Rocev2 => 7,
+                _ => MAX_CLASS,
+            };
+            if class > max_class {
                 return Err(self.err(
                     &format!("{field}.class"),
-                    format!("expected a class in 0..={MAX_CLASS}"),
+                    format!("expected a class in 0..={max_class}, got {class}"),
                 ));
             }
             let mut flows = match w {
@@ -1693,24 +1804,13 @@ impl Loaded {
                     ..
                 } => {
                     check_host(*receiver, &format!("{field}.receiver"))?;
-                    let senders: Vec<u32> = match (senders, n_senders) {
-                        (Some(list), None) => {
-                            for (j, &s) in list.iter().enumerate() {
-                                check_host(s, &format!("{field}.senders[{j}]"))?;
-                            }
-                            list.clone()
-                        }
-                        (None, Some(n)) => {
-                            if *n == 0 || *n >= n_hosts {
-                                return Err(self.err(
-                                    &format!("{field}.n_senders"),
-                                    format!("expected 1..={} senders", n_hosts - 1),
-                                ));
-                            }
-                            (1..=*n).map(|d| (receiver + d) % n_hosts).collect()
-                        }
-                        _ => return Err(self.err(&field, "give exactly one of `senders` or `n_senders`")),
-                    };
+                    let senders = self.endpoints_around(
+                        *receiver,
+                        senders.as_deref(),
+                        *n_senders,
+                        n_hosts,
+                        (&field, "senders", "n_senders"),
+                    )?;
                     generators::incast(
                         n_hosts,
                         &senders,
@@ -1720,6 +1820,63 @@ impl Loaded {
                         limits,
                     )
                     .map_err(|e| self.err(&field, e.to_string()))?
+                }
+                WorkloadSpec::ClosedLoop {
+                    server,
+                    clients,
+                    n_clients,
+                    request_size,
+                    response_size,
+                    requests,
+                    think_time,
+                    start,
+                    ..
+                } => {
+                    check_host(*server, &format!("{field}.server"))?;
+                    let clients = self.endpoints_around(
+                        *server,
+                        clients.as_deref(),
+                        *n_clients,
+                        n_hosts,
+                        (&field, "clients", "n_clients"),
+                    )?;
+                    if *requests == 0 || *requests > MAX_ITERATIONS * 1000 {
+                        return Err(self.err(
+                            &format!("{field}.requests"),
+                            format!(
+                                "expected 1..={} requests per client, got {requests}",
+                                MAX_ITERATIONS * 1000
+                            ),
+                        ));
+                    }
+                    let think = think_time.map_or(Duration::ZERO, |t| t.get());
+                    if think > MAX_TIMER {
+                        return Err(self.err(
+                            &format!("{field}.think_time"),
+                            format!("expected at most {MAX_TIMER}, got {think}"),
+                        ));
+                    }
+                    let spec = generators::ClosedLoopSpec {
+                        clients: &clients,
+                        server: *server,
+                        request: request_size.get(),
+                        response: response_size.map_or(sim_core::Bytes(0), |s| s.get()),
+                        requests: *requests,
+                        think,
+                        start: SimTime::ZERO + start.get(),
+                    };
+                    let mut chain =
+                        generators::closed_loop(n_hosts, &spec, limits).map_err(|e| self.err(&field, e.to_string()))?;
+                    if plan.flows.len() + chain.len() > MAX_FLOWS {
+                        return Err(self.err(&field, format!("the workloads generate more than {MAX_FLOWS} flows")));
+                    }
+                    for (f, _, _) in &mut chain {
+                        f.group = i as u16;
+                        f.class = class;
+                    }
+                    plan.push_chained(&chain);
+                    chained = true;
+                    continue;
                 }
                 WorkloadSpec::Poisson {
                     load, cdf, duration, ..
@@ -1754,7 +1911,7 @@ impl Loaded {
             }
             plan.push_independent(&flows);
         }
-        let deps = if instances.is_empty() && trainings.is_empty() {
+        let deps = if instances.is_empty() && trainings.is_empty() && !chained {
             FlowDeps::default()
         } else {
             plan.deps
@@ -1778,11 +1935,11 @@ impl Loaded {
             ranks,
             chunks,
             channels,
+            channel_rings,
             iterations,
             root,
             reduce_rate,
             start,
-            class,
             ..
         } = w
         else {
@@ -1803,13 +1960,8 @@ impl Loaded {
                 format!("{b} B is over the limit of {MAX_COLLECTIVE_BYTES} B"),
             ));
         }
-        let n = ranks.unwrap_or(layout.n_gpus);
-        if n < 2 || n > layout.n_gpus {
-            return Err(self.err(
-                &at("ranks"),
-                format!("expected 2..={} ranks (the topology's GPUs), got {n}", layout.n_gpus),
-            ));
-        }
+        let gpus = self.collective_ranks(ranks.as_ref(), layout, &at("ranks"))?;
+        let n = gpus.len() as u32;
         for (k, v, max) in [
             ("chunks", *chunks, MAX_CHUNKS),
             ("channels", *channels, MAX_CHANNELS),
@@ -1832,6 +1984,21 @@ impl Loaded {
             CollectiveAlgo::Ring
         });
         let algorithm = self.algorithm(i, algo, layout)?;
+        let ring_group = match channel_rings {
+            None | Some(ChannelRings::Same) => 1,
+            Some(ChannelRings::Rotated) => {
+                let g = layout.gpus_per_server.filter(|g| n % g == 0).ok_or_else(|| {
+                    self.err(
+                        &at("channel_rings"),
+                        "`rotated` needs a cluster topology and ranks that fill whole servers (a multiple of the GPUs per server)",
+                    )
+                })?;
+                if algorithm != Algorithm::Ring {
+                    return Err(self.err(&at("channel_rings"), "`rotated` applies to the ring algorithm only"));
+                }
+                g
+            }
+        };
         let spec = CollectiveSpec {
             kind,
             algorithm,
@@ -1839,9 +2006,10 @@ impl Loaded {
             bytes: sizes[0],
             chunks: *chunks,
             channels: *channels,
+            ring_group,
             reduce_rate: reduce_rate.map(|r| r.get()),
         };
-        let mut endpoints: Vec<u32> = (0..n).collect();
+        let mut endpoints = gpus;
         endpoints.extend(layout.nvls_host);
         let limits = PlanLimits {
             max_flows: MAX_FLOWS as u64,
@@ -1854,10 +2022,52 @@ impl Loaded {
             SimTime::ZERO + start.get(),
             &endpoints,
             i as u16,
-            *class,
+            self.scenario.class_of(w),
             &limits,
         )
         .map_err(|e| self.err(&format!("workload[{i}]"), e.to_string()))
+    }
+
+    /// The GPUs of a collective's ranks, rank by rank: `0..n` for a count (default: every GPU),
+    /// or the list as given (distinct GPUs, at least 2), refused at `field`.
+    fn collective_ranks(
+        &self,
+        ranks: Option<&RanksSpec>,
+        layout: GpuLayout,
+        field: &str,
+    ) -> Result<Vec<u32>, ScenarioError> {
+        let gpus = layout.n_gpus;
+        let list = match ranks {
+            None => (0..gpus).collect(),
+            Some(RanksSpec::Count(n)) => {
+                if *n < 2 || *n > gpus {
+                    return Err(self.err(
+                        field,
+                        format!("expected 2..={gpus} ranks (the topology's GPUs), got {n}"),
+                    ));
+                }
+                (0..*n).collect()
+            }
+            Some(RanksSpec::List(list)) => {
+                if list.len() < 2 || list.len() > gpus as usize {
+                    return Err(self.err(field, format!("expected a list of 2..={gpus} GPUs, got {}", list.len())));
+                }
+                let mut seen = vec![false; gpus as usize];
+                for (j, &g) in list.iter().enumerate() {
+                    if g >= gpus {
+                        return Err(self.err(
+                            &format!("{field}[{j}]"),
+                            format!("GPU {g} does not exist: the topology has GPUs 0..{gpus}"),
+                        ));
+                    }
+                    if std::mem::replace(&mut seen[g as usize], true) {
+                        return Err(self.err(&format!("{field}[{j}]"), format!("GPU {g} is listed twice")));
+                    }
+                }
+                list.clone()
+            }
+        };
+        Ok(list)
     }
 
     /// A collective algorithm of workload `i` (hierarchical takes the cluster's servers).
@@ -1900,7 +2110,6 @@ impl Loaded {
             channels,
             reduce_rate,
             start,
-            class,
             ..
         } = w
         else {
@@ -1960,6 +2169,7 @@ impl Loaded {
                 bytes: bucket,
                 chunks: *chunks,
                 channels: *channels,
+                ring_group: 1,
                 reduce_rate: reduce_rate.map(|r| r.get()),
             },
             compute: compute.get(),
@@ -1981,7 +2191,7 @@ impl Loaded {
                 SimTime::ZERO + start.get(),
                 &endpoints,
                 i as u16,
-                *class,
+                self.scenario.class_of(w),
                 &limits,
             )
             .map_err(|e| self.err(&format!("workload[{i}]"), e.to_string()))?;
@@ -2212,5 +2422,72 @@ flows = [{ src = 0, dst = 1, size = "64KiB" }]
         let l2 = load_str("r.toml".into(), ".".into(), resolved).unwrap();
         let b2 = l2.build().unwrap();
         assert_eq!(b2.engine.ib.unwrap().cc.unwrap(), cc);
+    }
+
+    fn flows_scenario(fabric: &str) -> String {
+        format!(
+            "[scenario]\nname = \"c\"\n[topology]\nkind = \"fat_tree\"\nk = 4\n\
+             host_link = {{ rate = \"100Gbps\" }}\nfabric_link = {{ rate = \"100Gbps\" }}\n\
+             [fabric]\n{fabric}\n[[workload]]\nkind = \"flows\"\n\
+             flows = [{{ src = 0, dst = 1, size = \"64KiB\" }}]\n"
+        )
+    }
+
+    /// Issue 14: a RoCEv2 workload without a class is lossless (the lowest lossless priority),
+    /// and the resolved scenario says which class it got; elsewhere the default stays 0.
+    #[test]
+    fn default_class_is_the_lowest_lossless_priority_on_rocev2() {
+        for (fabric, want) in [
+            ("kind = \"rocev2\"", 3),
+            ("kind = \"rocev2\"\n[fabric.roce]\nlossless = [5, 2]\nlossy = [0, 6]", 2),
+            ("kind = \"rocev2\"\n[fabric.roce]\nlossless = []\nlossy = [6, 1]", 1),
+            ("kind = \"ethernet\"", 0),
+            ("kind = \"infiniband\"", 0),
+        ] {
+            let l = load_str("t.toml".into(), ".".into(), flows_scenario(fabric)).unwrap();
+            let b = l.build().unwrap();
+            assert!(b.flows.iter().all(|f| f.class == want), "{fabric}: {:?}", b.flows);
+            let resolved = toml::to_string(&l.resolved(&b)).unwrap();
+            assert!(resolved.contains(&format!("class = {want}")), "{fabric}:\n{resolved}");
+        }
+    }
+
+    /// The base fabric's loss recovery: on by default (every priority lossy, go-back-N with
+    /// IRN's 320 us timeout and a BDP window, output-queued switches), off with `"none"`, and
+    /// its keys refused elsewhere or when it is off.
+    #[test]
+    fn ethernet_loss_recovery_defaults_and_refusals() {
+        let l = load_str("t.toml".into(), ".".into(), flows_scenario("kind = \"ethernet\"")).unwrap();
+        let b = l.build().unwrap();
+        let c = b.engine.roce.as_ref().expect("go-back-N transport by default");
+        assert!(b.engine.lossy_network);
+        assert_eq!((c.lossless_mask, c.lossy_mask), (0, 0xff));
+        assert_eq!(c.go_back_n, Some(DEFAULT_ETHERNET_RTO));
+        assert_eq!(c.gbn_window, GbnWindow::Bdp);
+        let resolved = toml::to_string(&l.resolved(&b)).unwrap();
+        assert!(resolved.contains("loss_recovery = \"go_back_n\""), "{resolved}");
+        assert!(resolved.contains("go_back_n_timeout = \"320us\""), "{resolved}");
+        let off = flows_scenario("kind = \"ethernet\"\n[fabric.ethernet]\nloss_recovery = \"none\"");
+        let b = load_str("t.toml".into(), ".".into(), off).unwrap().build().unwrap();
+        assert!(b.engine.roce.is_none() && !b.engine.lossy_network);
+        for (fabric, key) in [
+            (
+                "kind = \"ethernet\"\n[fabric.ethernet]\nloss_recovery = \"none\"\ngo_back_n_window = \"bdp\"",
+                "fabric.ethernet.go_back_n_window",
+            ),
+            (
+                "kind = \"ethernet\"\n[fabric.ethernet]\ngo_back_n_timeout = \"0s\"",
+                "fabric.ethernet.go_back_n_timeout",
+            ),
+            (
+                "kind = \"rocev2\"\n[fabric.ethernet]\nloss_recovery = \"none\"",
+                "fabric.ethernet",
+            ),
+        ] {
+            let e = load_str("t.toml".into(), ".".into(), flows_scenario(fabric))
+                .and_then(|l| l.build().map(|_| ()))
+                .expect_err(fabric);
+            assert!(e.to_string().contains(key), "{fabric}: {e}");
+        }
     }
 }

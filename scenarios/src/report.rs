@@ -27,6 +27,11 @@ pub struct Summary {
     pub flows: FlowTotals,
     pub packet_latency_ns: Percentiles,
     pub fct_ns: Percentiles,
+    /// Only when flows that started did not finish: the FCT percentiles with each of them
+    /// counted at its elapsed time at the end of the run (censored: a lower bound of its FCT),
+    /// so that losing flows never makes the tail look better.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fct_with_unfinished_ns: Option<Percentiles>,
     /// FCT over the ideal FCT of each flow alone on its path (`fct_report.rs`).
     pub slowdown: crate::fct_report::SlowdownSummary,
     pub throughput: Throughput,
@@ -120,6 +125,18 @@ pub struct Percentiles {
     pub max: Option<f64>,
 }
 
+/// The FCT histogram `fct` of the finished flows plus every started, unfinished flow of
+/// `recs` at its elapsed time at `end`; `None` when every started flow finished.
+fn fct_with_unfinished(fct: &LatencyHistogram, recs: &[FlowRecord], end: SimTime) -> Option<Percentiles> {
+    let mut unfinished = recs.iter().filter(|r| r.finish.is_none() && r.start <= end).peekable();
+    unfinished.peek()?;
+    let mut h = fct.clone();
+    for r in unfinished {
+        h.record(end.since(r.start));
+    }
+    Some(Percentiles::of(&h))
+}
+
 impl Percentiles {
     pub fn of(h: &LatencyHistogram) -> Self {
         let ns = |v: Option<u64>| v.map(ps_to_ns);
@@ -194,8 +211,8 @@ pub fn group_names(sc: &crate::schema::Scenario) -> Vec<(String, u8)> {
         .iter()
         .enumerate()
         .map(|(i, w)| {
-            let (name, class) = w.group();
-            (name.map_or_else(|| format!("workload{i}"), str::to_owned), class)
+            let name = w.name().map_or_else(|| format!("workload{i}"), str::to_owned);
+            (name, sc.class_of(w))
         })
         .collect()
 }
@@ -213,6 +230,18 @@ pub fn fabric_counters(fabric: &Fabric, end: SimTime) -> BTreeMap<String, u64> {
         .roce()
         .map(|r| crate::roce_report::counters(r, fabric, end))
         .unwrap_or_default();
+    // The base fabric's loss recovery (on RoCEv2 these are among the `roce_` counters).
+    let transport = match (fabric.roce(), fabric.transport()) {
+        (None, Some(t)) => vec![
+            ("transport_acks_sent", t.acks_sent),
+            ("transport_nacks_sent", t.nacks_sent),
+            ("transport_retransmitted_packets", t.retransmitted),
+            ("transport_gbn_timeouts", t.timeouts),
+            ("transport_receiver_discards", t.receiver_discards),
+            ("transport_control_drops", t.control_drops),
+        ],
+        _ => Vec::new(),
+    };
     [
         ("link_hops", t.link_hops),
         ("packets_injected", t.packets_injected),
@@ -227,6 +256,7 @@ pub fn fabric_counters(fabric: &Fabric, end: SimTime) -> BTreeMap<String, u64> {
     .into_iter()
     .chain(ib)
     .chain(roce)
+    .chain(transport)
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
@@ -487,6 +517,7 @@ pub fn summarize(
         },
         packet_latency_ns: Percentiles::of(fabric.packet_latency()),
         fct_ns: Percentiles::of(fabric.fct()),
+        fct_with_unfinished_ns: fct_with_unfinished(fabric.fct(), recs, end),
         slowdown: crate::fct_report::summary(fabric, ideals, inputs.slowdown_edges),
         throughput: Throughput {
             delivered_gbps: gbps(t.payload_bytes_delivered, end),
@@ -718,6 +749,32 @@ pub fn terminal_table(s: &Summary) -> String {
         "flows      {} of {} completed; packets {} delivered, {} dropped, {} in network",
         s.flows.completed, s.flows.total, s.packets.delivered, s.packets.dropped, s.packets.in_network
     );
+    if let Some(p) = &s.fct_with_unfinished_ns {
+        let _ = writeln!(
+            o,
+            "WARNING    {} of {} flows did not finish: the FCT row counts finished flows only; with the unfinished at their elapsed time (a lower bound) FCT p50 {} p99 {} max {}",
+            s.flows.total - s.flows.completed,
+            s.flows.total,
+            f(p.p50),
+            f(p.p99),
+            f(p.max),
+        );
+    }
+    let counter = |k: &str| {
+        ["transport_", "roce_"]
+            .iter()
+            .find_map(|p| s.counters.get(&format!("{p}{k}")).copied())
+    };
+    if let (Some(resent), Some(timeouts)) = (counter("retransmitted_packets"), counter("gbn_timeouts"))
+        && resent + timeouts > 0
+    {
+        let _ = writeln!(
+            o,
+            "recovery   go-back-N resent {resent} packets ({timeouts} timeouts, {} NACKs); the receivers discarded {} out of order",
+            counter("nacks_sent").unwrap_or(0),
+            counter("receiver_discards").unwrap_or(0),
+        );
+    }
     let slowdown = crate::fct_report::terminal_table(&s.slowdown);
     if !slowdown.is_empty() {
         let _ = writeln!(o);

@@ -226,6 +226,9 @@ pub struct FabricSpec {
     /// RoCEv2 parameters (only with `kind = "rocev2"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roce: Option<RoceSpec>,
+    /// The base fabric's endpoints: loss recovery (only with `kind = "ethernet"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ethernet: Option<EthernetSpec>,
     /// GPU hubs and NVSwitch chips (any fabric kind with GPU servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crossbar: Option<CrossbarSpec>,
@@ -271,6 +274,31 @@ pub enum FabricKind {
     /// A PCIe-only server: TLPs (MPS 256 B + 24 B overhead), 16-B data credits
     /// (`docs/models/pcie.md`).
     Pcie,
+}
+
+/// `[fabric.ethernet]`: the base fabric's transport (`docs/models/ethernet-base.md`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EthernetSpec {
+    /// `go_back_n` (default: the endpoints run RoCEv2 queue pairs with every priority lossy,
+    /// so a dropped packet is resent) or `none` (a dropped packet stays lost and its flow
+    /// never finishes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_recovery: Option<LossRecovery>,
+    /// Go-back-N retransmission timeout (default 320us, IRN's RTO_high).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_back_n_timeout: Option<TimeSpec>,
+    /// Go-back-N send window: `"bdp"` (default), `"unlimited"`, or a size such as `"64KiB"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub go_back_n_window: Option<String>,
+}
+
+/// `[fabric.ethernet] loss_recovery`.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LossRecovery {
+    GoBackN,
+    None,
 }
 
 /// `[fabric.roce]`: every field optional; defaults and sources in `docs/models/rocev2.md`.
@@ -735,6 +763,7 @@ impl Default for FabricSpec {
             sender_rate: None,
             infiniband: None,
             roce: None,
+            ethernet: None,
             crossbar: None,
         }
     }
@@ -766,9 +795,10 @@ pub enum WorkloadSpec {
         /// Group name in results (default `workload<i>`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
-        #[serde(default)]
-        class: u8,
+        /// Traffic class: InfiniBand service level (0..=15) or Ethernet priority (0..=7);
+        /// default: RoCEv2's lowest lossless priority, else 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
     },
     /// Every host sends one flow of `size` to a distinct host (a random derangement).
     Permutation {
@@ -778,9 +808,10 @@ pub enum WorkloadSpec {
         /// Group name in results (default `workload<i>`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
-        #[serde(default)]
-        class: u8,
+        /// Traffic class: InfiniBand service level (0..=15) or Ethernet priority (0..=7);
+        /// default: RoCEv2's lowest lossless priority, else 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
     },
     /// N-to-1: `senders` (a list of hosts) or `n_senders` (the hosts after `receiver`,
     /// wrapping around) each send `size` to `receiver`.
@@ -796,9 +827,36 @@ pub enum WorkloadSpec {
         /// Group name in results (default `workload<i>`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
-        #[serde(default)]
-        class: u8,
+        /// Traffic class: InfiniBand service level (0..=15) or Ethernet priority (0..=7);
+        /// default: RoCEv2's lowest lossless priority, else 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
+    },
+    /// A closed loop of requests and responses: each client (`clients`, or the `n_clients`
+    /// hosts after `server`, wrapping around) sends `request_size` to `server`; once it is
+    /// delivered the server answers with `response_size` (none when absent); once that is
+    /// delivered the client waits `think_time` and sends its next request, `requests` times.
+    ClosedLoop {
+        server: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        clients: Option<Vec<u32>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        n_clients: Option<u32>,
+        request_size: SizeSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response_size: Option<SizeSpec>,
+        requests: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        think_time: Option<TimeSpec>,
+        #[serde(default = "zero_time")]
+        start: TimeSpec,
+        /// Group name in results (default `workload<i>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// Traffic class: InfiniBand service level (0..=15) or Ethernet priority (0..=7);
+        /// default: RoCEv2's lowest lossless priority, else 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
     },
     /// Poisson flow arrivals at every host at `load` of its link rate, sizes drawn from a CDF
     /// file (path relative to the scenario file), uniform random destinations, for `duration`.
@@ -809,9 +867,10 @@ pub enum WorkloadSpec {
         /// Group name in results (default `workload<i>`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        /// Traffic class: InfiniBand service level or Ethernet priority, 0..=15.
-        #[serde(default)]
-        class: u8,
+        /// Traffic class: InfiniBand service level (0..=15) or Ethernet priority (0..=7);
+        /// default: RoCEv2's lowest lossless priority, else 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
     },
     /// A collective over GPUs, run `iterations` times back to back at `size`, or at every
     /// size of `sizes` (a sweep, in the order listed), like nccl-tests.
@@ -824,13 +883,19 @@ pub enum WorkloadSpec {
         size: Option<SizeSpec>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sizes: Option<Vec<SizeSpec>>,
-        /// Ranks 0..ranks are GPUs (hosts) 0..ranks; default: every GPU.
+        /// A count `n` (ranks 0..n are GPUs 0..n) or a list of GPU indices (rank r is the
+        /// r-th; rings follow the list's order); default: every GPU.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        ranks: Option<u32>,
+        ranks: Option<RanksSpec>,
         #[serde(default = "one")]
         chunks: u32,
         #[serde(default = "one")]
         channels: u32,
+        /// Ring algorithms: `same` (default: every channel follows the rank order) or
+        /// `rotated` (channel c enters each server at its local rank c, so the channels
+        /// cross between servers through every GPU's NIC).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        channel_rings: Option<ChannelRings>,
         #[serde(default = "one")]
         iterations: u32,
         /// Broadcast root rank (default 0).
@@ -844,8 +909,8 @@ pub enum WorkloadSpec {
         /// Group name in results (default `workload<i>`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        #[serde(default)]
-        class: u8,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
     },
     /// A data-parallel training step (PyTorch DDP): a compute phase, gradients cut into
     /// buckets, each bucket AllReduced over the ranks, overlapping the compute or after it
@@ -878,23 +943,132 @@ pub enum WorkloadSpec {
         start: TimeSpec,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
-        #[serde(default)]
-        class: u8,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        class: Option<u8>,
     },
 }
 
 impl WorkloadSpec {
-    /// The entry's `name` (if given) and traffic `class`.
-    pub fn group(&self) -> (Option<&str>, u8) {
+    /// The entry's traffic class, to fill in.
+    fn class_mut(&mut self) -> &mut Option<u8> {
         match self {
-            WorkloadSpec::Flows { name, class, .. }
-            | WorkloadSpec::Permutation { name, class, .. }
-            | WorkloadSpec::Incast { name, class, .. }
-            | WorkloadSpec::Poisson { name, class, .. }
-            | WorkloadSpec::Collective { name, class, .. }
-            | WorkloadSpec::TrainingStep { name, class, .. } => (name.as_deref(), *class),
+            WorkloadSpec::Flows { class, .. }
+            | WorkloadSpec::Permutation { class, .. }
+            | WorkloadSpec::Incast { class, .. }
+            | WorkloadSpec::ClosedLoop { class, .. }
+            | WorkloadSpec::Poisson { class, .. }
+            | WorkloadSpec::Collective { class, .. }
+            | WorkloadSpec::TrainingStep { class, .. } => class,
         }
     }
+
+    /// The entry's traffic class as given (`None`: the fabric's default,
+    /// [`Scenario::default_class`]).
+    pub fn class_spec(&self) -> Option<u8> {
+        match self {
+            WorkloadSpec::Flows { class, .. }
+            | WorkloadSpec::Permutation { class, .. }
+            | WorkloadSpec::Incast { class, .. }
+            | WorkloadSpec::ClosedLoop { class, .. }
+            | WorkloadSpec::Poisson { class, .. }
+            | WorkloadSpec::Collective { class, .. }
+            | WorkloadSpec::TrainingStep { class, .. } => *class,
+        }
+    }
+
+    /// The entry's `name`, if given.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            WorkloadSpec::Flows { name, .. }
+            | WorkloadSpec::Permutation { name, .. }
+            | WorkloadSpec::Incast { name, .. }
+            | WorkloadSpec::ClosedLoop { name, .. }
+            | WorkloadSpec::Poisson { name, .. }
+            | WorkloadSpec::Collective { name, .. }
+            | WorkloadSpec::TrainingStep { name, .. } => name.as_deref(),
+        }
+    }
+}
+
+impl Scenario {
+    /// The traffic class of a workload that names none: on RoCEv2 the lowest lossless
+    /// priority (`[fabric.roce] lossless`, default [3]), so that a workload is lossless unless
+    /// asked otherwise (a lossy class drops, and recovers only with go-back-N); the lowest
+    /// lossy priority when no priority is lossless; 0 on the other fabrics.
+    pub fn default_class(&self) -> u8 {
+        if self.fabric.kind != FabricKind::Rocev2 {
+            return 0;
+        }
+        let defaults = fabrics::engine::RoceConfig::default();
+        let mask = |list: Option<&Vec<u8>>, default: u8| match list {
+            Some(l) => l.iter().filter(|&&p| p < 8).fold(0u8, |m, &p| m | 1 << p),
+            None => default,
+        };
+        let roce = self.fabric.roce.as_ref();
+        let lossless = mask(roce.and_then(|r| r.lossless.as_ref()), defaults.lossless_mask);
+        let lossy = mask(roce.and_then(|r| r.lossy.as_ref()), defaults.lossy_mask);
+        match (lossless, lossy) {
+            (0, 0) => 0,
+            (0, m) | (m, _) => m.trailing_zeros() as u8,
+        }
+    }
+
+    /// The traffic class of workload entry `w`: its own, or [`Scenario::default_class`].
+    pub fn class_of(&self, w: &WorkloadSpec) -> u8 {
+        w.class_spec().unwrap_or_else(|| self.default_class())
+    }
+
+    /// Writes every workload's effective class into it (the resolved scenario).
+    pub fn resolve_classes(&mut self) {
+        let default = self.default_class();
+        for w in &mut self.workload {
+            w.class_mut().get_or_insert(default);
+        }
+    }
+}
+
+/// `ranks` of a collective: how many (GPUs 0..n), or which GPUs in ring order.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum RanksSpec {
+    Count(u32),
+    List(Vec<u32>),
+}
+
+impl<'de> Deserialize<'de> for RanksSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RanksSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a rank count such as 8, or a list of GPU indices such as [0, 2, 4, 6]")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RanksSpec, E> {
+                u32::try_from(v)
+                    .map(RanksSpec::Count)
+                    .map_err(|_| E::custom(format!("expected a rank count in 0..=4294967295, got {v}")))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RanksSpec, E> {
+                self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<RanksSpec, A::Error> {
+                let mut v = Vec::new();
+                while let Some(g) = a.next_element::<u32>()? {
+                    v.push(g);
+                }
+                Ok(RanksSpec::List(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `channel_rings` of a ring collective.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelRings {
+    Same,
+    Rotated,
 }
 
 /// A collective operation (nccl-tests names without the `_perf`).

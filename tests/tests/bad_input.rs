@@ -1241,8 +1241,12 @@ fn roce_table_needs_rocev2_and_valid_priorities() {
         .says(&["both lossless and lossy"]);
     let text = roce("[fabric.roce]\nbogus = 1");
     invalid("roce_typo.toml", &text).says(&["unknown field `bogus`"]);
-    // The base workload has class 0: lossy by default, so valid; class 5 is neither.
-    let text = roce("[fabric.roce]\nlossy = [6]");
+    // A workload without a class takes the lowest lossless priority; class 5 is neither.
+    let text = edit_text(
+        &roce("[fabric.roce]\nlossy = [6]"),
+        "kind = \"flows\"",
+        "kind = \"flows\"\nclass = 5",
+    );
     invalid("roce_class.toml", &text)
         .field("workload[0].class")
         .says(&["lossless or lossy"]);

@@ -123,18 +123,51 @@ fn ib_credit_deadlock_is_deadlocked_with_exit_3_and_updown_completes() {
     assert!(sm.get("credit_deadlock").is_none(), "{sm:#}");
 }
 
-/// The lossy base fabric loses packets and has no retransmission: the run drains with flows
-/// unfinished and nothing in the network. That is `stalled`, not `completed`.
+/// The lossy base fabric without its loss recovery (`loss_recovery = "none"`) loses packets
+/// for good: the run drains with flows unfinished and nothing in the network. That is
+/// `stalled`, not `completed`; the terminal warns, and the FCT percentiles with the
+/// unfinished flows counted (at their elapsed time) are no better than the finished flows'
+/// alone. With the default go-back-N the same scenario completes every flow.
 #[test]
 fn lossy_loss_without_recovery_is_stalled() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let (code, stdout, sm) = run(&catalogue("quickstart.toml"), &out);
+    let text = std::fs::read_to_string(catalogue("quickstart.toml"))
+        .unwrap()
+        .replace("size = \"512KiB\" }", "size = \"64KiB\" }");
+    let lossy = text.replace(
+        "[[workload]]",
+        "[fabric.ethernet]\nloss_recovery = \"none\"\n\n[[workload]]",
+    );
+    let file = dir.path().join("lossy.toml");
+    std::fs::write(&file, &lossy).unwrap();
+    let (code, stdout, sm) = run(&file, &dir.path().join("out"));
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(sm["run"]["outcome"], "stalled", "{sm:#}");
     assert!(sm["flows"]["completed"].as_u64() < sm["flows"]["total"].as_u64());
     assert_eq!(sm["packets"]["in_network"], 0);
     assert!(stdout.contains("STALLED"), "{stdout}");
+    assert!(stdout.contains("WARNING"), "{stdout}");
+    let (all, done) = (&sm["fct_with_unfinished_ns"], &sm["fct_ns"]);
+    assert_eq!(
+        all["count"].as_u64(),
+        sm["flows"]["started"].as_u64(),
+        "every started flow counted: {sm:#}"
+    );
+    for q in ["p50", "p99", "max"] {
+        assert!(all[q].as_f64() >= done[q].as_f64(), "{q}: {sm:#}");
+    }
+    // The default transport recovers the same drops.
+    let recovered = dir.path().join("gbn.toml");
+    std::fs::write(&recovered, &text).unwrap();
+    let (code, stdout, sm) = run(&recovered, &dir.path().join("out2"));
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(sm["run"]["outcome"], "completed", "{sm:#}");
+    assert!(
+        sm["counters"]["transport_retransmitted_packets"].as_u64() > Some(0),
+        "{sm:#}"
+    );
+    assert!(sm.get("fct_with_unfinished_ns").is_none(), "{sm:#}");
+    assert!(stdout.contains("recovery   go-back-N resent"), "{stdout}");
 }
 
 /// A run whose flows all complete says `completed` on every fabric kind.

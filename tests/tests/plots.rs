@@ -257,9 +257,9 @@ fn hotspot_map_shows_levels_hot_links_drops_and_the_pause_tree() {
     let blue = st.iter().filter(|(c, _)| c.eq_ignore_ascii_case("#1E50DC")).count();
     assert!(blue >= 4, "{st:?}");
 
-    // Drops: thick links on the lossy base fabric.
+    // Drops: thick links on the lossy base fabric (the incast's receiver port).
     let out2 = dir.path().join("q");
-    let o = fabricsim(&["run", s(&catalogue("quickstart.toml")), "--out", s(&out2), "--plots"]);
+    let o = fabricsim(&["run", s(&catalogue("incast_16to1.toml")), "--out", s(&out2), "--plots"]);
     assert_eq!(o.code, 0, "{o:?}");
     let st = strokes(&out2.join("plots/hotspot_map.svg"));
     assert!(st.iter().any(|(_, w)| *w >= 5.0), "{st:?}");

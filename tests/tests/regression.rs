@@ -400,7 +400,7 @@ fn missing_corrupt_and_old_format_baselines_are_clear_errors() {
             "baseline format \"fabricsim.baseline/2\"",
         ),
         (
-            &good.replace("\"run.outcome\" = \"stalled\"", "\"run.outcome\" = [1]"),
+            &good.replace("\"run.outcome\" = \"completed\"", "\"run.outcome\" = [1]"),
             "metric \"run.outcome\"",
         ),
         (&good.replace("seed = 1\n", ""), "`seed` is missing"),

@@ -62,6 +62,20 @@ impl FlowPlan {
         self.deps.push_independent(flows.len());
     }
 
+    /// Appends a chained workload ([`crate::traffic::generators::closed_loop`]): each flow
+    /// starts after the delivery of the flow its entry names (an index into `flows`) plus
+    /// the entry's gap, or at its own start when it names none.
+    pub fn push_chained(&mut self, flows: &[crate::traffic::generators::ChainedFlow]) {
+        let base = self.flows.len() as u32;
+        for (f, dep, gap) in flows {
+            self.flows.push(*f);
+            match dep {
+                Some(d) => self.deps.push(&[base + d], *gap),
+                None => self.deps.push(&[], sim_core::Duration::ZERO),
+            }
+        }
+    }
+
     /// Appends `iterations` runs of `spec` at each of `sizes`, back to back, from `start`.
     /// `endpoint_host[e]` is the host of DAG endpoint `e` (ranks, then switch endpoints);
     /// `group`/`class` tag the flows.

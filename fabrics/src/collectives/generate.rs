@@ -103,6 +103,12 @@ pub struct CollectiveSpec {
     pub chunks: u32,
     /// Parallel channels, at least 1 (default 1).
     pub channels: u32,
+    /// Ring algorithms: with `G > 1`, channel `c`'s ring visits each run of `G` consecutive
+    /// ranks (a server) starting at its `c mod G`-th, so it enters the server at that GPU and
+    /// leaves from the one before it: with `G` channels every GPU's NIC sends and receives
+    /// between servers, as NCCL spreads its channels over all NICs. 1 (default): every channel
+    /// follows the rank order. Needs `n_ranks` to be a multiple of `G`.
+    pub ring_group: u32,
     /// Local reduction throughput (bits of input reduced per second); `None` = free.
     pub reduce_rate: Option<BitsPerSec>,
 }
@@ -117,6 +123,7 @@ impl CollectiveSpec {
             bytes,
             chunks: 1,
             channels: 1,
+            ring_group: 1,
             reduce_rate: None,
         }
     }
@@ -129,6 +136,12 @@ pub fn generate(spec: &CollectiveSpec, limits: &DagLimits) -> Result<MessageDag,
     let n = spec.n_ranks;
     if n == 0 || n > MAX_ENDPOINTS - 1 {
         return invalid(format!("n_ranks must be in 1..={} (got {n})", MAX_ENDPOINTS - 1));
+    }
+    if spec.ring_group == 0 || n % spec.ring_group != 0 {
+        return invalid(format!(
+            "ring_group must divide n_ranks (got {} and {n})",
+            spec.ring_group
+        ));
     }
     if spec.chunks == 0 || spec.channels == 0 || spec.channels > u16::MAX as u32 {
         return invalid(format!(
@@ -162,13 +175,34 @@ pub fn generate(spec: &CollectiveSpec, limits: &DagLimits) -> Result<MessageDag,
     use CollectiveKind as K;
     match (spec.kind, spec.algorithm) {
         (K::AllReduce, A::Ring) => {
-            ring(&mut b, &ranks, spec.bytes, RingOp::AllReduce, &start)?;
+            ring(
+                &mut b,
+                &ranks,
+                spec.bytes,
+                RingOp::AllReduce,
+                &start,
+                spec.ring_group as usize,
+            )?;
         }
         (K::ReduceScatter, A::Ring) => {
-            ring(&mut b, &ranks, spec.bytes, RingOp::ReduceScatter, &start)?;
+            ring(
+                &mut b,
+                &ranks,
+                spec.bytes,
+                RingOp::ReduceScatter,
+                &start,
+                spec.ring_group as usize,
+            )?;
         }
         (K::AllGather, A::Ring) => {
-            ring(&mut b, &ranks, spec.bytes, RingOp::AllGather, &start)?;
+            ring(
+                &mut b,
+                &ranks,
+                spec.bytes,
+                RingOp::AllGather,
+                &start,
+                spec.ring_group as usize,
+            )?;
         }
         (K::AllReduce, A::DoubleBinaryTree) => {
             double_binary_tree(&mut b, &ranks, spec.bytes, &start)?;
@@ -285,16 +319,32 @@ enum RingOp {
 }
 
 /// A ring over `ranks` (endpoint ids in ring order); `start[i]` must be delivered before
-/// position `i` sends anything. Returns, per position, the messages after whose delivery the
-/// position holds its result: the all-gather receives (AllReduce, AllGather) or the final
-/// step's receives (ReduceScatter); `start[i]` itself when there is only one rank.
+/// rank `i` sends anything. Returns, per rank, the messages after whose delivery the rank
+/// holds its result: the all-gather receives (AllReduce, AllGather) or the final step's
+/// receives (ReduceScatter); `start[i]` itself when there is only one rank. `group` > 1
+/// rotates each channel's order inside runs of `group` ranks ([`CollectiveSpec::ring_group`]).
 // Indices name (channel, chunk, position) in several parallel tables at once.
 #[allow(clippy::needless_range_loop)]
-fn ring(b: &mut Builder, ranks: &[u32], bytes: u64, op: RingOp, start: &[Vec<u32>]) -> Result<Vec<Vec<u32>>, DagError> {
+fn ring(
+    b: &mut Builder,
+    ranks: &[u32],
+    bytes: u64,
+    op: RingOp,
+    start: &[Vec<u32>],
+    group: usize,
+) -> Result<Vec<Vec<u32>>, DagError> {
     let n = ranks.len();
     if n <= 1 {
         return Ok(start.to_vec());
     }
+    // The rank at ring position `i` of channel `ch`.
+    let at = |ch: usize, i: usize| {
+        if group > 1 {
+            i - i % group + (i % group + ch) % group
+        } else {
+            i
+        }
+    };
     let sizes = b.pieces(bytes, n as u32);
     let (steps, reduce_steps, collect_from) = match op {
         RingOp::AllReduce => (2 * (n - 1), 1..n, n - 1),
@@ -313,7 +363,7 @@ fn ring(b: &mut Builder, ranks: &[u32], bytes: u64, op: RingOp, start: &[Vec<u32
                     let block = (i + n - s % n) % n;
                     let size = sizes[ch][block][c];
                     let deps = if s == 0 {
-                        start[i].clone()
+                        start[at(ch, i)].clone()
                     } else {
                         vec![prev[base + (i + n - 1) % n], prev[base + i]]
                     };
@@ -322,10 +372,11 @@ fn ring(b: &mut Builder, ranks: &[u32], bytes: u64, op: RingOp, start: &[Vec<u32
                     } else {
                         Duration::ZERO
                     };
-                    let idx = b.push(ranks[i], ranks[(i + 1) % n], size, deps, gap, ch as u32)?;
+                    let (from, to) = (at(ch, i), at(ch, (i + 1) % n));
+                    let idx = b.push(ranks[from], ranks[to], size, deps, gap, ch as u32)?;
                     cur[base + i] = idx;
                     if s >= collect_from {
-                        done[(i + 1) % n].push(idx);
+                        done[to].push(idx);
                     }
                 }
             }
@@ -657,7 +708,7 @@ fn hierarchical(b: &mut Builder, n_servers: u32, gpus: u32, bytes: u64) -> Resul
     let mut after_rs: Vec<Vec<u32>> = vec![Vec::new(); ns * g];
     for s in 0..ns {
         let members: Vec<u32> = (0..g).map(|l| rank(s, l)).collect();
-        let done = ring(b, &members, bytes, RingOp::ReduceScatter, &vec![Vec::new(); g])?;
+        let done = ring(b, &members, bytes, RingOp::ReduceScatter, &vec![Vec::new(); g], 1)?;
         for (l, d) in done.into_iter().enumerate() {
             after_rs[s * g + l] = d;
         }
@@ -667,14 +718,14 @@ fn hierarchical(b: &mut Builder, n_servers: u32, gpus: u32, bytes: u64) -> Resul
     for (l, &shard_bytes) in shard.iter().enumerate() {
         let members: Vec<u32> = (0..ns).map(|s| rank(s, l)).collect();
         let start: Vec<Vec<u32>> = (0..ns).map(|s| after_rs[s * g + l].clone()).collect();
-        let done = ring(b, &members, shard_bytes, RingOp::AllReduce, &start)?;
+        let done = ring(b, &members, shard_bytes, RingOp::AllReduce, &start, 1)?;
         for (s, d) in done.into_iter().enumerate() {
             after_ar[s * g + l] = d;
         }
     }
     for s in 0..ns {
         let members: Vec<u32> = (0..g).map(|l| rank(s, l)).collect();
-        ring(b, &members, bytes, RingOp::AllGather, &after_ar[s * g..(s + 1) * g])?;
+        ring(b, &members, bytes, RingOp::AllGather, &after_ar[s * g..(s + 1) * g], 1)?;
     }
     Ok(())
 }

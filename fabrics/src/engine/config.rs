@@ -172,9 +172,12 @@ pub struct EngineConfig {
     pub device_latency: DeviceLatency,
     /// Striping and speed-up of GPU hubs and NVSwitch chips.
     pub crossbar: Crossbar,
-    /// The network switches are the base fabric's output-queued Ethernet switches although
-    /// [`EngineConfig::ib`] holds a credit layer: it is the servers' own (a GPU cluster on
-    /// `ethernet`, `engine/device.rs`). `buffer` then applies to those switches.
+    /// The network switches are the base fabric's output-queued Ethernet switches, and the
+    /// network links have no link-level flow control, although [`EngineConfig::ib`] may hold
+    /// a credit layer (the servers' own, a GPU cluster on `ethernet`) and
+    /// [`EngineConfig::roce`] the endpoints' transport (every priority lossy, go-back-N:
+    /// the base fabric's loss recovery). `buffer` then applies to those switches
+    /// (`engine/device.rs`).
     pub lossy_network: bool,
 }
 

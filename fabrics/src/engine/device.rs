@@ -3,12 +3,19 @@
 //! a fabric kind, so one run can compose NVSwitch crossbars and PCIe switches (credit devices
 //! on credit links) inside servers with RoCEv2 switches (PFC links) between them.
 //!
-//! | node kind | no lossless layer | InfiniBand run | RoCEv2 run | RoCEv2 cluster | Ethernet cluster |
-//! |---|---|---|---|---|---|
-//! | endpoint (host, GPU) | `OqHost` | `CreditHost` | `RoceHost` | `RoceHost` | `CreditHost` |
-//! | network switch | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `RoceSwitch` | `OqSwitch` |
-//! | GPU hub, NVSwitch, PCIe switch, root complex, NIC | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `CreditSwitch` | `CreditSwitch` |
-//! | network switch with an InfiniBand link | - | `CreditSwitch` | - | `CreditSwitch` | - |
+//! | node kind | Ethernet, no transport | Ethernet | InfiniBand run | RoCEv2 run | RoCEv2 cluster | Ethernet cluster |
+//! |---|---|---|---|---|---|---|
+//! | endpoint (host, GPU) | `OqHost` | `RoceHost` | `CreditHost` | `RoceHost` | `RoceHost` | `RoceHost` |
+//! | network switch | `OqSwitch` | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `RoceSwitch` | `OqSwitch` |
+//! | GPU hub, NVSwitch, PCIe switch, root complex, NIC | `OqSwitch` | `OqSwitch` | `CreditSwitch` | `RoceSwitch` | `CreditSwitch` | `CreditSwitch` |
+//! | network switch with an InfiniBand link | - | - | `CreditSwitch` | - | `CreditSwitch` | - |
+//!
+//! "Ethernet" is the base fabric with its loss recovery ([`EngineConfig::lossy_network`] set
+//! together with [`EngineConfig::roce`] holding the transport: every priority lossy, no PFC,
+//! go-back-N): the endpoints run the RoCEv2 queue pairs (ACK, NACK, retransmission timer,
+//! `engine/roce/qp.rs`) over the output-queued switches, so a drop is recovered, not lost.
+//! "Ethernet, no transport" (`[fabric.ethernet] loss_recovery = "none"`) keeps the plain NIC:
+//! a dropped packet stays lost and its flow never finishes.
 //!
 //! "RoCEv2 cluster" is a RoCEv2 run whose [`EngineConfig::ib`] holds the servers' credit layer
 //! (set by the scenario loader for a `cluster` on `rocev2`, and for a custom topology with
@@ -21,7 +28,9 @@
 //! devices, on `ethernet`): the servers are the same credit devices, the network the base
 //! fabric's output-queued switches with tail drop, and the NIC hands over with no flow
 //! control on its network side: PCIe credits hold the GPU back, the network drops, and a NIC
-//! whose receive buffer is full drops what the network still sends it.
+//! whose receive buffer is full drops what the network still sends it. The GPUs' queue pairs
+//! recover the drops by go-back-N (with `loss_recovery = "none"` they are `CreditHost`s and
+//! a drop stays lost).
 //!
 //! In a RoCEv2 cluster a network switch with an InfiniBand link is an InfiniBand switch
 //! (`CreditSwitch`: per-VL input buffers, VL arbitration, cut-through), so a custom topology
@@ -130,7 +139,7 @@ impl Device {
             (false, false) if host => Device::OqHost,
             (false, false) => Device::OqSwitch,
             (true, false) if host => Device::CreditHost,
-            (true, false) if cfg.lossy_network && !server_internal => Device::OqSwitch,
+            (_, _) if cfg.lossy_network && !host && !server_internal => Device::OqSwitch,
             (true, false) => Device::CreditSwitch,
             (_, true) if host => Device::RoceHost,
             (true, true) if server_internal || infiniband_link => Device::CreditSwitch,
@@ -177,7 +186,7 @@ impl LinkFc {
         );
         if cfg.ib.is_some() && ((credit(a) && credit(b)) || credit_link) {
             LinkFc::Credit
-        } else if cfg.roce.is_some() {
+        } else if cfg.roce.is_some() && !cfg.lossy_network {
             LinkFc::Pfc
         } else {
             LinkFc::None

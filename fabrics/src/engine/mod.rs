@@ -593,9 +593,16 @@ impl Fabric {
     }
 
     /// The RoCEv2 state (PFC counters, pause tree, ECN, CNPs, drops by cause, deadlock), on a
-    /// RoCEv2 fabric.
+    /// RoCEv2 fabric (not on the base fabric, whose endpoints run only its transport).
     pub fn roce(&self) -> Option<&RoceState> {
-        self.roce.as_deref()
+        self.roce.as_deref().filter(|_| !self.cfg.lossy_network)
+    }
+
+    /// The endpoints' transport counters (ACK, NACK, go-back-N retransmissions and timeouts,
+    /// receiver discards, control drops) wherever endpoints run queue pairs: a RoCEv2 fabric,
+    /// and the base fabric with loss recovery.
+    pub fn transport(&self) -> Option<&RoceTotals> {
+        self.roce.as_deref().map(|r| &r.totals)
     }
 
     /// The InfiniBand state (counters, credit stalls, congestion tree), on an IB fabric.
@@ -635,6 +642,14 @@ impl Fabric {
         let port = &mut self.ports[p as usize];
         port.stats.drops += 1;
         port.stats.drop_bytes += pkt.wire_bytes as u64;
+        if pkt.kind != PacketKind::Data {
+            // An ACK, NACK or CNP of the transport: counted apart, not as the flow's loss.
+            if let Some(r) = self.roce.as_deref_mut() {
+                r.totals.control_drops += 1;
+            }
+            self.packets.free(id);
+            return;
+        }
         self.records[pkt.flow as usize].packets_dropped += 1;
         self.totals.packets_dropped += 1;
         self.totals.payload_bytes_dropped += pkt.payload_bytes as u64;

@@ -173,6 +173,96 @@ pub fn incast(
         .collect())
 }
 
+/// Parameters of a [`closed_loop`] workload.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClosedLoopSpec<'a> {
+    /// The hosts that send requests (distinct, not the server).
+    pub clients: &'a [u32],
+    /// The host that answers them.
+    pub server: u32,
+    /// Bytes of each request (at least 1).
+    pub request: Bytes,
+    /// Bytes of each response; 0: no response (the client's next request follows the
+    /// delivery of its previous one).
+    pub response: Bytes,
+    /// Requests per client (at least 1).
+    pub requests: u32,
+    /// The client's pause between the delivery of a response (or request) and its next request.
+    pub think: Duration,
+    /// When every client sends its first request.
+    pub start: SimTime,
+}
+
+/// One flow of a chained workload: the flow, the index (in the same list) of the flow whose
+/// delivery starts it (`None`: it starts at its own `start`), and the gap after that delivery.
+pub type ChainedFlow = (FlowSpec, Option<u32>, Duration);
+
+/// A closed loop: each client sends a request to the server; once it is delivered the server
+/// sends the response; once that is delivered the client waits `think` and sends its next
+/// request, `requests` times. Unlike the open-loop generators, the offered load follows the
+/// fabric: a slow response delays the next request. Flows are listed client by client, each
+/// client's chain in order (request, response, request, ...).
+pub fn closed_loop(
+    n_hosts: u32,
+    spec: &ClosedLoopSpec<'_>,
+    limits: TrafficLimits,
+) -> Result<Vec<ChainedFlow>, TrafficError> {
+    check_host(|| "closed-loop server".into(), spec.server, n_hosts)?;
+    if spec.clients.is_empty() {
+        return Err(TrafficError::NoSenders);
+    }
+    if spec.request.get() == 0 {
+        return Err(TrafficError::ZeroSize {
+            what: "closed-loop request size".into(),
+        });
+    }
+    if spec.requests == 0 {
+        return Err(TrafficError::ZeroSize {
+            what: "closed-loop request count".into(),
+        });
+    }
+    let per_request = if spec.response.get() > 0 { 2 } else { 1 };
+    check_count(
+        (spec.clients.len() as u64).saturating_mul(spec.requests as u64 * per_request),
+        limits,
+    )?;
+    for (i, &c) in spec.clients.iter().enumerate() {
+        check_host(|| format!("closed-loop client {i}"), c, n_hosts)?;
+        if c == spec.server {
+            return Err(TrafficError::SelfFlow {
+                what: format!("closed-loop client {i}"),
+                host: c,
+            });
+        }
+    }
+    let mut sorted = spec.clients.to_vec();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(TrafficError::DuplicateSender { host: w[0] });
+    }
+    let mut out = Vec::with_capacity(spec.clients.len() * (spec.requests as usize) * per_request as usize);
+    let flow = |src, dst, size| FlowSpec {
+        src,
+        dst,
+        size,
+        start: spec.start,
+        ..Default::default()
+    };
+    for &c in &sorted {
+        for r in 0..spec.requests {
+            // The previous flow of this client's chain (a response, or a request).
+            let prev = (r > 0).then(|| out.len() as u32 - 1);
+            let gap = if r > 0 { spec.think } else { Duration::ZERO };
+            out.push((flow(c, spec.server, spec.request), prev, gap));
+            if spec.response.get() > 0 {
+                let req = out.len() as u32 - 1;
+                out.push((flow(spec.server, c, spec.response), Some(req), Duration::ZERO));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Parameters of a [`poisson`] workload.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PoissonSpec {

@@ -344,13 +344,14 @@ impl Fabric {
                 sim_core::RngStreams::new(self.cfg.seed).stream(sim_core::rng::stream::ECN_MARKING),
             )
         });
-        // Which flows run a queue pair, and at what line rate: the first PFC port on the path
-        // (the host's own port on a RoCEv2 network, the NIC's network port in a cluster).
+        // Which flows run a queue pair, and at what line rate: the first network port on the
+        // path, PFC or (the base fabric) none (the host's own port on a network of hosts, the
+        // NIC's network port in a cluster); flows that stay on credit links are load/store.
         let qp_line: Vec<Option<BitsPerSec>> = (0..self.flows.len() as u32)
             .map(|f| {
                 self.flow_path(f)
                     .into_iter()
-                    .find(|&p| self.link_fc[p as usize] == LinkFc::Pfc)
+                    .find(|&p| self.link_fc[p as usize] != LinkFc::Credit)
                     .map(|p| self.ports[p as usize].rate)
             })
             .collect();
