@@ -230,11 +230,7 @@ mod tests {
     use super::*;
 
     fn metrics(v: &[(&str, Value)]) -> Metrics {
-        let mut m = Metrics::default();
-        for (k, x) in v {
-            m.insert(*k, x.clone());
-        }
-        m
+        v.iter().map(|(k, x)| (*k, x.clone())).collect()
     }
 
     fn names<'a>(entries: &'a [Entry<'a>]) -> Vec<&'a str> {

@@ -4,7 +4,9 @@
 //!
 //! Keys are the paths of the resolved scenario's TOML, the way scenario errors name fields:
 //! dotted tables, arrays of tables by position from 0 (`workload[0].kind`,
-//! `workload[1].flows[2].dst`). An array of plain values is one input (`[0, 3]`). The `[check]`
+//! `workload[1].flows[2].dst`). An array of plain values is one input (`[0, 3]`), and so is an
+//! array of more than [`MAX_SPLIT`] tables (a generated list of 200 flows is one input, not
+//! 800: a baseline stays readable, and a change of it still shows). The `[check]`
 //! section is no input (it says how to compare, not what to run). Values are TOML text, so a
 //! baseline stores them as written (`[inputs]`, `docs/regression.md`).
 
@@ -16,6 +18,8 @@ use std::fmt::Write as _;
 
 /// Longest key path followed into a scenario (guards against absurd nesting).
 const MAX_DEPTH: usize = 32;
+/// Most tables of an array that are inputs of their own (`workload[0]` ... `workload[31]`).
+pub const MAX_SPLIT: usize = 32;
 
 /// Input values by key, as TOML text.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -65,7 +69,7 @@ fn flatten(key: &str, v: &toml::Value, out: &mut BTreeMap<String, String>, depth
                 flatten(&format!("{key}.{k}"), x, out, depth + 1);
             }
         }
-        toml::Value::Array(a) if a.iter().any(|x| matches!(x, toml::Value::Table(_))) => {
+        toml::Value::Array(a) if a.len() <= MAX_SPLIT && a.iter().any(|x| matches!(x, toml::Value::Table(_))) => {
             for (i, x) in a.iter().enumerate() {
                 flatten(&format!("{key}[{i}]"), x, out, depth + 1);
             }
@@ -224,6 +228,17 @@ mod tests {
         );
         assert_eq!(i.0["fabric.buffer.size"], "\"512KiB\"");
         assert_eq!(i.0["fabric.ports"], "[0, 3]");
+    }
+
+    #[test]
+    fn a_long_array_of_tables_is_one_input() {
+        let flows: Vec<String> = (0..=MAX_SPLIT).map(|i| format!("{{ src = {i}, dst = 0 }}")).collect();
+        let i = inputs(&format!("[[workload]]\nflows = [{}]", flows.join(", ")));
+        assert_eq!(i.len(), 1, "{i:?}");
+        assert!(
+            i.0["workload[0].flows"].starts_with("[{ \"dst\" = 0, \"src\" = 0 }, "),
+            "{i:?}"
+        );
     }
 
     #[test]

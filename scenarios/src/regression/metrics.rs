@@ -130,6 +130,16 @@ impl Metrics {
     }
 }
 
+impl<K: Into<String>> FromIterator<(K, Value)> for Metrics {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(it: I) -> Self {
+        let mut m = Metrics::default();
+        for (k, v) in it {
+            m.insert(k, v);
+        }
+        m
+    }
+}
+
 /// What a run's `summary.json` says about the run itself (not metrics).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunIdentity {
