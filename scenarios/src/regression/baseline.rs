@@ -17,7 +17,7 @@
 //! One metric per line, in natural name order, floats in shortest round-trip form: the same
 //! run always writes the same bytes, and a behaviour change shows up as a line diff.
 
-use super::inputs::{Inputs, value_text};
+use super::inputs::Inputs;
 use super::metrics::{Metrics, Value, float_text};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -177,7 +177,9 @@ impl Baseline {
         }
         let inputs = match table.get("inputs") {
             None => None,
-            Some(toml::Value::Table(t)) => Some(Inputs(t.iter().map(|(k, v)| (k.clone(), value_text(v))).collect())),
+            // Keys are quoted paths (`"fabric.buffer.size"`); a table there would be a
+            // hand-edited path, read as the same path.
+            Some(toml::Value::Table(t)) => Some(Inputs::of_table(t)),
             Some(_) => return Err(corrupt("`inputs` is not a table".into())),
         };
         Ok(Baseline {
