@@ -176,7 +176,72 @@ pub fn render(head: &str, notes: &[String], inputs: &[InputChange], c: &Comparis
 
 #[cfg(test)]
 mod tests {
+    use super::super::compare::compare;
+    use super::super::metrics::Metrics;
+    use super::super::spec::CheckSpec;
     use super::*;
+
+    #[test]
+    fn a_block_names_the_inputs_then_the_largest_moves_with_lists_folded() {
+        let t = |s: &str| Value::Text(s.into());
+        let base: Metrics = [
+            ("fct_ns.p99", Value::Float(100.0)),
+            ("packets.dropped", Value::Int(10)),
+            ("hotspots.1", t("a -> b (port 1)")),
+            ("hotspots.2", t("c -> d (port 2)")),
+            ("hotspots.3", t("e -> f (port 3)")),
+            ("topology.hosts", Value::Int(16)),
+            ("run.outcome", t("drained")),
+        ]
+        .into_iter()
+        .collect();
+        let mut now = base.clone();
+        now.insert("fct_ns.p99", Value::Float(140.0));
+        now.insert("packets.dropped", Value::Int(11));
+        now.insert("hotspots.1", t("c -> d (port 2)"));
+        now.insert("hotspots.2", t("a -> b (port 1)"));
+        now.insert("counters.pause_frames", Value::Int(4));
+        let spec: CheckSpec = toml::from_str("ignore = [\"topology\"]\ntolerance.fct_ns = { relative = 0.5 }").unwrap();
+        let c = compare(&base, &now, &spec);
+        let inputs = [InputChange {
+            key: "fabric.buffer.size".into(),
+            old: Some("\"512KiB\"".into()),
+            new: Some("\"1MiB\"".into()),
+        }];
+        let block = render("q: q.toml vs q.baseline.toml", &["a note".into()], &inputs, &c);
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(lines[1], "  note: a note", "{block}");
+        assert_eq!(lines[3], "    ~ fabric.buffer.size = \"512KiB\" -> \"1MiB\"", "{block}");
+        assert!(lines[4].starts_with("  metric "), "{block}");
+        let first = |l: &str| l.split_whitespace().next().unwrap_or("").to_owned();
+        let order: Vec<String> = lines[5..lines.len() - 1].iter().map(|l| first(l)).collect();
+        // No relative size first (by name), then +40 %, then +10 %.
+        assert_eq!(
+            order,
+            [
+                "counters.pause_frames",
+                "hotspots.*",
+                "largest:",
+                "fct_ns.p99",
+                "packets.dropped"
+            ],
+            "{block}"
+        );
+        assert!(
+            lines[6].contains("3 entries") && lines[6].contains("2 entries moved"),
+            "{block}"
+        );
+        assert!(lines[6].trim_end().ends_with("FAIL"), "{block}");
+        assert!(
+            lines[8].trim_end().ends_with("ok"),
+            "fct_ns.p99 is within 50 %: {block}"
+        );
+        assert_eq!(
+            lines[lines.len() - 1],
+            "  FAIL: 8 metrics: 2 unchanged, 1 moved within tolerance, 3 beyond tolerance, 1 new, 0 gone, 1 left out by [check]",
+            "{block}"
+        );
+    }
 
     #[test]
     fn numbers() {
