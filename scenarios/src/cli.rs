@@ -7,7 +7,8 @@
 //! interrupted by SIGINT/SIGTERM, 1 for any other failure (e.g. the results directory cannot
 //! be written).
 //! `check` exits 1 when a metric moved beyond its tolerance, and 2 when a scenario, baseline or
-//! results directory is bad (`docs/regression.md`).
+//! results directory is bad (`docs/regression.md`). `diff` exits 0 whatever differs, and 2 when
+//! a directory is not a results directory.
 
 use crate::regression::{self, CheckError, junit};
 use crate::runner::{self, RunError, RunOptions};
@@ -87,6 +88,20 @@ pub enum Cmd {
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Compare two results directories (from `fabricsim run`): the inputs that differ, then the
+    /// metrics that differ, largest change first. Exits 0 whatever differs.
+    Diff {
+        /// The first results directory (A, the reference).
+        run_a: PathBuf,
+        /// The second results directory (B).
+        run_b: PathBuf,
+        /// List every metric, one row each (unchanged ones too, last), lists not folded.
+        #[arg(long)]
+        all: bool,
+        /// Print the comparison as JSON (schema `fabricsim.diff/1`, docs/cli.md).
+        #[arg(long)]
+        json: bool,
     },
     /// Run every point of a sweep file (a scenario with a [sweep] table) as child processes,
     /// then tabulate the results (docs/sweeps.md).
@@ -409,6 +424,23 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             };
             check(&scenarios, &opts, junit.as_deref(), out, err, &check_fail)
         }
+        Cmd::Diff {
+            run_a,
+            run_b,
+            all,
+            json,
+        } => match regression::diff::diff_dirs(&run_a, &run_b) {
+            Ok(d) => {
+                let text = if json {
+                    regression::diff::render_json(&d, all)
+                } else {
+                    regression::diff::render_text(&d, all)
+                };
+                let _ = out.write_all(text.as_bytes());
+                0
+            }
+            Err(e) => check_fail(e, err),
+        },
         Cmd::Bless {
             scenarios,
             baseline,
@@ -496,7 +528,7 @@ fn check(
         match regression::check_one(sc, opts) {
             Ok(c) => {
                 let head = format!("{name}: {} vs {}", sc.display(), c.baseline_path.display());
-                let block = regression::table::render(&head, &c.notes, &c.comparison);
+                let block = regression::table::render(&head, &c.notes, &c.inputs, &c.comparison);
                 let _ = write!(out, "{block}");
                 let outcome = if c.comparison.passed() {
                     passed += 1;

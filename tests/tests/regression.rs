@@ -344,6 +344,11 @@ fn results_of_another_seed_are_compared_and_reported() {
         !o.stdout.contains("resolved scenario differs"),
         "only the seed differs: {o:?}"
     );
+    assert!(
+        o.stdout
+            .contains("(1; ~ changed, + added, - removed):\n    ~ scenario.seed = 1 -> 5\n"),
+        "the one input that changed is the seed: {o:?}"
+    );
     assert!(o.stdout.contains("FAIL"), "{o:?}");
     // The same seed's results directory passes, with no note but where the results are.
     let r1 = dir.path().join("r1");
@@ -351,6 +356,10 @@ fn results_of_another_seed_are_compared_and_reported() {
     let o = fabricsim(&["check", s(&sc), "--from-results", s(&r1)]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(!o.stdout.contains("differs"), "{o:?}");
+    assert!(
+        !o.stdout.contains("inputs that changed"),
+        "the inputs read from scenario.resolved.toml are those bless recorded: {o:?}"
+    );
 
     // Not a results directory, or a broken one: bad input (2), naming the file.
     let o = fabricsim(&["check", s(&sc), "--from-results", s(&dir.path().join("none"))]);
@@ -636,7 +645,10 @@ fn groups_and_counters_are_reported_and_checked() {
         .filter(|l| !l.starts_with("\"counters.link_hops\""))
         .collect::<Vec<_>>()
         .join("\n");
-    std::fs::write(t.baseline("g"), format!("{without}\n\"counters.retired\" = 1\n")).unwrap();
+    // (Into [metrics], which is not the last section: [inputs] is.)
+    assert!(without.contains("\n[metrics]\n"), "{without}");
+    let with_retired = without.replace("\n[metrics]\n", "\n[metrics]\n\"counters.retired\" = 1\n");
+    std::fs::write(t.baseline("g"), format!("{with_retired}\n")).unwrap();
     let o = fabricsim(&["check", s(&sc), "--quiet"]);
     assert_eq!(o.code, 1, "{o:?}");
     assert!(

@@ -17,6 +17,7 @@
 //! One metric per line, in natural name order, floats in shortest round-trip form: the same
 //! run always writes the same bytes, and a behaviour change shows up as a line diff.
 
+use super::inputs::Inputs;
 use super::metrics::{Metrics, Value, float_text};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -37,6 +38,9 @@ pub struct Baseline {
     /// ([`super::scenario_fingerprint`]); tells whether the scenario changed since.
     pub scenario_sha256: String,
     pub metrics: Metrics,
+    /// The resolved scenario's inputs (`[inputs]`), so that `check` can say which input
+    /// changed; `None` in a baseline blessed before baselines held them.
+    pub inputs: Option<Inputs>,
 }
 
 /// Why a baseline could not be read. Every message names the file.
@@ -97,6 +101,17 @@ impl Baseline {
             };
             let _ = writeln!(s, "{} = {text}", toml_str(name));
         }
+        if let Some(inputs) = &self.inputs {
+            // Last, so that a change of metrics and a change of inputs touch apart lines.
+            let _ = writeln!(
+                s,
+                "\n# The resolved scenario's inputs (`check` shows those that changed)."
+            );
+            let _ = writeln!(s, "[inputs]");
+            for (key, value) in inputs.iter() {
+                let _ = writeln!(s, "{} = {value}", toml_str(key));
+            }
+        }
         s
     }
 
@@ -128,7 +143,7 @@ impl Baseline {
             _ => return Err(corrupt("`seed` is missing or not an integer >= 0".into())),
         };
         for key in table.keys() {
-            if !["format", "scenario", "seed", "scenario_sha256", "metrics"].contains(&key.as_str()) {
+            if !["format", "scenario", "seed", "scenario_sha256", "metrics", "inputs"].contains(&key.as_str()) {
                 return Err(corrupt(format!("unknown key `{key}`")));
             }
         }
@@ -160,11 +175,19 @@ impl Baseline {
             };
             metrics.insert(name.clone(), value);
         }
+        let inputs = match table.get("inputs") {
+            None => None,
+            // Keys are quoted paths (`"fabric.buffer.size"`); a table there would be a
+            // hand-edited path, read as the same path.
+            Some(toml::Value::Table(t)) => Some(Inputs::of_table(t)),
+            Some(_) => return Err(corrupt("`inputs` is not a table".into())),
+        };
         Ok(Baseline {
             scenario: string("scenario")?,
             seed,
             scenario_sha256: string("scenario_sha256")?,
             metrics,
+            inputs,
         })
     }
 
@@ -236,6 +259,15 @@ mod tests {
             seed: u64::MAX,
             scenario_sha256: "ab".into(),
             metrics: m,
+            inputs: Some(Inputs(
+                [
+                    ("fabric.buffer.size", "\"512KiB\""),
+                    ("workload[10].ranks", "[0, 3]"),
+                    ("workload[2].rate", "0.5"),
+                ]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into(),
+            )),
         }
     }
 
@@ -250,6 +282,20 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\"throughput.x\" = 0.30000000000000004\n"), "{text}");
+        // The inputs come last, in natural key order.
+        assert!(
+            text.find("[metrics]").unwrap() < text.find("[inputs]").unwrap(),
+            "{text}"
+        );
+        assert!(
+            text.find("workload[2].rate").unwrap() < text.find("workload[10].ranks").unwrap(),
+            "{text}"
+        );
+        // A baseline without inputs (blessed before they were kept) reads as such.
+        let old = Baseline { inputs: None, ..b };
+        let old_text = old.to_toml();
+        assert!(!old_text.contains("inputs"), "{old_text}");
+        assert_eq!(Baseline::parse("b.toml", &old_text).unwrap(), old);
     }
 
     #[test]

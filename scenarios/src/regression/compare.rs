@@ -1,8 +1,8 @@
 //! Comparison of a run's metrics with a baseline, under a `[check]` spec.
 
-use super::metrics::{MetricName, Metrics, Value};
+use super::metrics::{MetricName, Metrics, Value, natural_cmp};
 use super::spec::{CheckSpec, Tolerance};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Two floats closer than this, relative to the larger, are equal: the last-bit noise of
 /// reading a decimal back, not a change of behaviour.
@@ -69,6 +69,36 @@ impl Row {
             (None, None) => String::new(),
         }
     }
+
+    /// (now - baseline) / |baseline| for two numbers with a non-zero baseline; `None` for
+    /// text, booleans, a change of type, a zero baseline, or a side absent.
+    pub fn relative(&self) -> Option<f64> {
+        let (b, n) = (self.baseline.as_ref()?, self.now.as_ref()?);
+        let d = match (b, n) {
+            (Value::Int(x), Value::Int(y)) => (*y as i128 - *x as i128) as f64,
+            _ => n.as_f64()? - b.as_f64()?,
+        };
+        let x = b.as_f64()?;
+        (x != 0.0).then(|| d / x.abs())
+    }
+
+    /// The size of the change, for ordering rows largest first: |[`Row::relative`]|, and
+    /// infinite for a change that has no relative size (text, booleans, type, from zero, a
+    /// metric added or gone) or whose size is not a number.
+    pub fn magnitude(&self) -> f64 {
+        match self.relative() {
+            Some(r) if !r.is_nan() => r.abs(),
+            _ => f64::INFINITY,
+        }
+    }
+}
+
+/// Orders rows by the size of their change, largest first; equal sizes by metric name
+/// (natural order). A stable total order: the same rows always print in the same order.
+pub fn by_size(a: &Row, b: &Row) -> std::cmp::Ordering {
+    b.magnitude()
+        .total_cmp(&a.magnitude())
+        .then_with(|| natural_cmp(&a.metric, &b.metric))
 }
 
 fn with_rel(abs: String, rel: Option<f64>) -> String {
@@ -84,7 +114,8 @@ fn with_rel(abs: String, rel: Option<f64>) -> String {
 /// The outcome of comparing one run with its baseline.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Comparison {
-    /// Metrics that moved (or appeared or disappeared), in name order.
+    /// Metrics that moved (or appeared or disappeared), in name order ([`super::fold`]
+    /// orders them by the size of the change).
     pub rows: Vec<Row>,
     /// Metrics compared (selected by `[check]` and present on both sides).
     pub compared: usize,
@@ -92,6 +123,35 @@ pub struct Comparison {
     pub skipped: usize,
     /// `[check]` patterns that match no metric.
     pub unmatched_patterns: Vec<String>,
+    /// The entries of each list-like metric family compared (`hotspots` -> ranks), on
+    /// each side: what [`super::fold`] needs to tell a moved entry from an added one.
+    pub lists: BTreeMap<String, ListEntries>,
+}
+
+/// The entry indices of one list (`"3"` for `pause_tree.3.paused_ns`) in the baseline and
+/// in the run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListEntries {
+    pub baseline: BTreeSet<String>,
+    pub now: BTreeSet<String>,
+}
+
+/// What became of every metric of a comparison; the counts add up to `total`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Every metric on either side.
+    pub total: usize,
+    pub unchanged: usize,
+    /// Moved within tolerance (verdict `ok`).
+    pub within: usize,
+    /// Moved beyond tolerance, or text, boolean or type changed (verdict `FAIL`).
+    pub beyond: usize,
+    /// In the run only.
+    pub new: usize,
+    /// In the baseline only (verdict `MISSING`).
+    pub gone: usize,
+    /// Left out by `[check]`.
+    pub skipped: usize,
 }
 
 impl Comparison {
@@ -100,6 +160,21 @@ impl Comparison {
     }
     pub fn passed(&self) -> bool {
         self.failures().next().is_none()
+    }
+    /// How many metrics were unchanged, moved, new, gone or left out.
+    pub fn counts(&self) -> Counts {
+        let n = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
+        let (within, beyond) = (n(Verdict::Within), n(Verdict::Fail));
+        let (new, gone) = (n(Verdict::New), n(Verdict::Missing));
+        Counts {
+            total: self.compared + new + gone + self.skipped,
+            unchanged: self.compared - within - beyond,
+            within,
+            beyond,
+            new,
+            gone,
+            skipped: self.skipped,
+        }
     }
 }
 
@@ -119,6 +194,15 @@ pub fn compare(baseline: &Metrics, now: &Metrics, spec: &CheckSpec) -> Compariso
         }
         let (tolerance, _) = spec.tolerance_for(metric);
         let (b, n) = (baseline.0.get(name), now.0.get(name));
+        if let Some((list, entry)) = super::fold::list_of(metric) {
+            let e = c.lists.entry(list.to_owned()).or_default();
+            if b.is_some() {
+                e.baseline.insert(entry.to_owned());
+            }
+            if n.is_some() {
+                e.now.insert(entry.to_owned());
+            }
+        }
         let verdict = match (b, n) {
             (Some(b), Some(n)) => {
                 c.compared += 1;

@@ -72,25 +72,30 @@ pub struct MetricName(pub String);
 
 impl Ord for MetricName {
     fn cmp(&self, other: &Self) -> Ordering {
-        let mut a = self.0.split('.');
-        let mut b = other.0.split('.');
-        loop {
-            match (a.next(), b.next()) {
-                (None, None) => return Ordering::Equal,
-                (None, Some(_)) => return Ordering::Less,
-                (Some(_), None) => return Ordering::Greater,
-                (Some(x), Some(y)) => {
-                    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
-                    let o = if digits(x) && digits(y) {
-                        let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
-                        x.len().cmp(&y.len()).then_with(|| x.cmp(y))
-                    } else {
-                        Ordering::Equal
-                    }
-                    .then_with(|| x.cmp(y));
-                    if o != Ordering::Equal {
-                        return o;
-                    }
+        natural_cmp(&self.0, &other.0)
+    }
+}
+
+/// The natural order of metric names (see [`MetricName`]).
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let mut a = a.split('.');
+    let mut b = b.split('.');
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) => {
+                let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+                let o = if digits(x) && digits(y) {
+                    let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                    x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+                } else {
+                    Ordering::Equal
+                }
+                .then_with(|| x.cmp(y));
+                if o != Ordering::Equal {
+                    return o;
                 }
             }
         }
@@ -122,6 +127,16 @@ impl Metrics {
     }
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.0.iter().map(|(k, v)| (k.0.as_str(), v))
+    }
+}
+
+impl<K: Into<String>> FromIterator<(K, Value)> for Metrics {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(it: I) -> Self {
+        let mut m = Metrics::default();
+        for (k, v) in it {
+            m.insert(k, v);
+        }
+        m
     }
 }
 

@@ -10,7 +10,11 @@
 //! - [`baseline`]: the baseline file (read, write, errors).
 //! - [`spec`]: the `[check]` section (selection and tolerances).
 //! - [`compare`]: metrics vs baseline -> rows with verdicts.
+//! - [`inputs`]: the resolved scenario as keyed inputs, and which of them changed.
+//! - [`fold`]: rows ordered by the size of their change, lists folded into one row.
 //! - [`table`]: the printed table; [`junit`]: JUnit XML.
+//! - [`diff`]: `fabricsim diff RUN_A RUN_B`, the same comparison between two results
+//!   directories.
 //!
 //! Where baselines live: `<dir>/<stem>.baseline.toml`, `<stem>` being the scenario file's name
 //! without `.toml` and `<dir>` the `--baseline` directory or, by default, `baselines/` beside
@@ -19,6 +23,9 @@
 
 pub mod baseline;
 pub mod compare;
+pub mod diff;
+pub mod fold;
+pub mod inputs;
 pub mod junit;
 pub mod metrics;
 pub mod spec;
@@ -26,6 +33,7 @@ pub mod table;
 
 pub use baseline::{BASELINE_FORMAT, Baseline, BaselineError};
 pub use compare::{Comparison, Row, Verdict, compare};
+pub use inputs::{InputChange, Inputs};
 pub use metrics::{Metrics, RunIdentity, Value};
 pub use spec::{CheckSpec, Pattern, Tolerance};
 
@@ -145,6 +153,8 @@ pub struct Observed {
     pub ident: RunIdentity,
     /// [`scenario_fingerprint`] of the scenario that was run, when known.
     pub fingerprint: Option<String>,
+    /// The inputs of the scenario that was run, when known.
+    pub inputs: Option<Inputs>,
     /// Wall-clock seconds of the run, when one was made.
     pub wall_s: Option<f64>,
     /// Where the results are (kept), if anywhere.
@@ -191,6 +201,7 @@ pub fn observe(scenario: &Path, opts: &Options) -> Result<Observed, CheckError> 
         metrics,
         ident,
         fingerprint: Some(scenario_fingerprint(&out.resolved)),
+        inputs: Inputs::of_scenario(&out.resolved),
         wall_s: Some(out.report.wall_elapsed.as_secs_f64()),
         results_dir: opts.results_dir.as_ref().map(|_| out_dir),
     })
@@ -218,14 +229,22 @@ pub fn read_results(dir: &Path) -> Result<Observed, CheckError> {
     let json = metrics::parse_json_exact(&text).map_err(|e| err(&summary_path, format!("not valid JSON: {e}")))?;
     let (metrics, ident) = metrics::from_summary(&json).map_err(|m| err(&summary_path, m))?;
     let resolved = dir.join("scenario.resolved.toml");
-    let fingerprint = crate::files::read_text_limited(&resolved, crate::diag::MAX_SCENARIO_BYTES)
-        .ok()
-        .and_then(|t| crate::diag::parse_toml::<Scenario>(&resolved.display().to_string(), &t).ok())
+    let resolved_text = crate::files::read_text_limited(&resolved, crate::diag::MAX_SCENARIO_BYTES).ok();
+    let fingerprint = resolved_text
+        .as_deref()
+        .and_then(|t| crate::diag::parse_toml::<Scenario>(&resolved.display().to_string(), t).ok())
         .map(|sc| scenario_fingerprint(&sc));
+    // The inputs from the TOML as written, not through today's schema: results of another
+    // fabricsim version still show their inputs.
+    let inputs = resolved_text
+        .as_deref()
+        .and_then(|t| toml::from_str::<toml::Table>(t).ok())
+        .map(|t| Inputs::of_table(&t));
     Ok(Observed {
         metrics,
         ident,
         fingerprint,
+        inputs,
         wall_s: None,
         results_dir: Some(dir.to_path_buf()),
     })
@@ -240,6 +259,9 @@ pub struct Checked {
     pub comparison: Comparison,
     /// Things to know when reading the table (seed or scenario differs, partial run ...).
     pub notes: Vec<String>,
+    /// The inputs that changed since the baseline was blessed (empty when none did, or when
+    /// the baseline or the run does not know its inputs).
+    pub inputs: Vec<InputChange>,
     pub observed: Observed,
 }
 
@@ -275,11 +297,22 @@ pub fn check_one(scenario: &Path, opts: &Options) -> Result<Checked, CheckError>
             id.seed, base.seed
         ));
     }
+    let input_changes = match (&base.inputs, &observed.inputs) {
+        (Some(old), Some(new)) => inputs::diff(old, new),
+        _ => Vec::new(),
+    };
     if let Some(f) = &observed.fingerprint
         && !base.scenario_sha256.is_empty()
         && *f != base.scenario_sha256
     {
-        notes.push("the resolved scenario differs from the one blessed (a value in it, or a default, changed)".into());
+        let mut note =
+            String::from("the resolved scenario differs from the one blessed (a value in it, or a default, changed)");
+        if base.inputs.is_none() {
+            note.push_str(
+                "; which inputs changed is not known: the baseline was blessed before baselines recorded them",
+            );
+        }
+        notes.push(note);
     }
     if id.outcome == "wall_clock_budget" {
         notes.push("the run stopped on its wall-clock budget: its results depend on the machine's speed".into());
@@ -295,6 +328,7 @@ pub fn check_one(scenario: &Path, opts: &Options) -> Result<Checked, CheckError>
         baseline_path: path,
         comparison,
         notes,
+        inputs: input_changes,
         observed,
     })
 }
@@ -342,6 +376,7 @@ pub fn bless_one(scenario: &Path, opts: &Options) -> Result<Blessed, CheckError>
             .clone()
             .unwrap_or_else(|| scenario_fingerprint(&loaded.scenario)),
         metrics: observed.metrics,
+        inputs: observed.inputs,
     };
     let text = new.to_toml();
     let old_bytes = std::fs::read(&path).ok();
