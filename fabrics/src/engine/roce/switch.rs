@@ -159,6 +159,20 @@ impl Fabric {
         port.queued_bytes -= wire;
         let queued = port.queued_bytes;
         port.stats.queue_bytes.set(now, queued);
+        if let Some(int) = self.roce.as_deref_mut().and_then(|r| r.int.as_mut())
+            && pkt.kind == PacketKind::Data
+        {
+            // HPCC: the egress stamps the packet as it leaves (HPCC-sim `SwitchNotifyDequeue`:
+            // bytes sent before it, the queue after it).
+            let port = &self.ports[p as usize];
+            let hop = IntHop {
+                ts: now,
+                tx_bytes: port.stats.bytes_tx,
+                qlen_bytes: queued,
+                rate: port.rate,
+            };
+            int.push(id, hop);
+        }
         let node = self.ports[p as usize].node as usize;
         let base = self.port_base[node];
         let x = pkt.ingress_port;
