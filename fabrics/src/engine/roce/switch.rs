@@ -159,8 +159,12 @@ impl Fabric {
         port.queued_bytes -= wire;
         let queued = port.queued_bytes;
         port.stats.queue_bytes.set(now, queued);
-        if let Some(int) = self.roce.as_deref_mut().and_then(|r| r.int.as_mut())
-            && pkt.kind == PacketKind::Data
+        let node = self.ports[p as usize].node as usize;
+        let base = self.port_base[node];
+        let x = pkt.ingress_port;
+        let r = self.roce.as_deref_mut().expect("RoCE fabric");
+        if pkt.kind == PacketKind::Data
+            && let Some(int) = r.int.as_mut()
         {
             // HPCC: the egress stamps the packet as it leaves (HPCC-sim `SwitchNotifyDequeue`:
             // bytes sent before it, the queue after it).
@@ -173,10 +177,6 @@ impl Fabric {
             };
             int.push(id, hop);
         }
-        let node = self.ports[p as usize].node as usize;
-        let base = self.port_base[node];
-        let x = pkt.ingress_port;
-        let r = self.rs();
         let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
         if let Some(edge) = mmu.release(x - base, p - base, prio, wire) {
             r.pending_edges.push((x, prio, edge));
