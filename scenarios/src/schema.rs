@@ -263,7 +263,7 @@ pub enum StripingSpec {
 pub enum FabricKind {
     Ethernet,
     Infiniband,
-    /// RoCEv2: shared-buffer switches, 8 priorities, PFC, ECN, DCQCN/TIMELY (`[fabric.roce]`).
+    /// RoCEv2: shared-buffer switches, 8 priorities, PFC, ECN, DCQCN/TIMELY/HPCC (`[fabric.roce]`).
     Rocev2,
     /// NVLink inside a server: 256-B packets plus a 16-B header flit, flit credits,
     /// NVSwitch crossbars (`docs/models/nvlink.md`).
@@ -324,7 +324,7 @@ pub struct RoceSpec {
     /// Minimum interval between CNPs of one flow (default 50us; 4us with the firmware preset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cnp_interval: Option<TimeSpec>,
-    /// The receiver ACKs every packet (forced on by TIMELY and go-back-N) (default false).
+    /// The receiver ACKs every packet (forced on by TIMELY, HPCC and go-back-N) (default false).
     #[serde(default)]
     pub acks: bool,
     /// Go-back-N loss recovery with this retransmission timeout (absent: off).

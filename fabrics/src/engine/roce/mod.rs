@@ -1,8 +1,8 @@
 //! RoCEv2 mechanics in the engine: shared-buffer switches with 8 priorities, PFC frames on
 //! the reverse link, strict priority + DWRR egress scheduling, ECN marking, CNP/ACK/NACK
-//! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY) with one
-//! timer event per flow, go-back-N for lossy priorities, the pause tree and run-time
-//! deadlock detection. The models themselves are pure state machines in `models/`
+//! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY, HPCC) with one
+//! timer event per flow, HPCC's INT records (`int.rs`), go-back-N for lossy priorities, the
+//! pause tree and run-time deadlock detection. The models themselves are pure state machines in `models/`
 //! (`buffer.rs` `SharedBuffer`, `pfc.rs`, `marking.rs`, `cc/`); this file wires them.
 //!
 //! ## A packet through a switch

@@ -1,6 +1,6 @@
 //! The RoCEv2 transport: a queue pair per flow that crosses a PFC link. Packet cutting with the
 //! go-back-N send offset, the receiver's ACK/NACK/CNP generation, the sender's reaction (the
-//! congestion controller's hooks: DCQCN or TIMELY in `models/cc/`), the retransmission timer
+//! congestion controller's hooks: DCQCN, TIMELY or HPCC in `models/cc/`), the retransmission timer
 //! and rate sampling.
 
 use super::*;
