@@ -3,7 +3,7 @@
 //! runs of the packet engine with INT stamped at the switch egress and echoed in ACKs.
 //!
 //! Setting: one switch, 100 Gb/s links with 1 µs of propagation (HPCC-sim's fat-tree links),
-//! MTU 1000 B (HPCC-sim's), a base RTT T of about 5.2 µs (BDP ≈ 65 KB).
+//! MTU 1000 B (HPCC-sim's), a base RTT T of 5 186.88 ns (BDP 64 836 B).
 //!
 //! Analytic bounds used below:
 //! - **Window bound on the queue.** An HPCC flow never has more than W = R·T/8 ≤ line·T/8
@@ -83,20 +83,21 @@ const DCQCN: &str =
     "ecn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }\ncnp_interval = \"4us\"";
 
 /// Wire bytes of a full data frame: the 1000-B payload and the 82-B RoCEv2 header
-/// (`scenario.resolved.toml` lists `header = "82B"`).
+/// (`scenario.resolved.toml` lists `header = "82B"`; `docs/models/rocev2.md`, frames).
 const FRAME: f64 = 1082.0;
 
-/// Base RTT of the star's paths as the engine computes it (2 hops each way: 1 µs of
-/// propagation, 500 ns switch latency into the switch; a full frame and an ACK serialised per
-/// hop at 100 Gb/s), with the ACK taken as 100 B (an upper bound of its size: the bounds
-/// below only grow with T).
+/// Base RTT of the star's paths by the engine's rule (2 hops each way: 1 µs of propagation,
+/// 500 ns switch latency into the switch; a full frame and an 86-B ACK serialised per hop at
+/// 100 Gb/s): 5 186.88 ns, which `roce.json` must report as HPCC's `auto` T.
 fn base_rtt_s() -> f64 {
     let ser = |b: f64| b * 8.0 / 100e9;
-    2.0 * (1e-6 + 500e-9) + 2.0 * 1e-6 + 2.0 * (ser(FRAME) + ser(100.0))
+    2.0 * (1e-6 + 500e-9) + 2.0 * 1e-6 + 2.0 * (ser(FRAME) + ser(86.0))
 }
 
 /// `(max queue bytes at the bottleneck, PAUSE frames, per-window goodputs of each flow)`.
 struct Measured {
+    /// `roce.json` `hpcc_base_rtt_ns` (HPCC runs), s.
+    base_rtt: Option<f64>,
     max_queue: f64,
     pauses: u64,
     /// (window end s, flow, goodput b/s), in file order.
@@ -132,6 +133,7 @@ fn measure(out: &Path) -> Measured {
         windows.push((t, r[1].parse().unwrap(), r[3].parse::<f64>().unwrap() * 1e9));
     }
     Measured {
+        base_rtt: roce["hpcc_base_rtt_ns"].as_f64().map(|t| t * 1e-9),
         max_queue,
         pauses,
         windows,
@@ -148,7 +150,14 @@ fn incast_16_to_1_hpcc_bounds_the_queue_and_never_pauses_where_dcqcn_does() {
     let w = "[[workload]]\nkind = \"incast\"\nreceiver = 0\nn_senders = 16\nsize = \"4MiB\"\nclass = 3";
     let hp = measure(&run(dir.path(), "hpcc", &star("hpcc", n, HPCC, w, "20ms")));
     let dc = measure(&run(dir.path(), "dcqcn", &star("dcqcn", n, DCQCN, w, "40ms")));
-    let bdp = 100e9 * base_rtt_s() / 8.0;
+    let t = hp.base_rtt.expect("roce.json reports HPCC's T");
+    assert!(
+        (t - base_rtt_s()).abs() < 1e-12,
+        "auto T {t} s, by hand {} s",
+        base_rtt_s()
+    );
+    assert_eq!(dc.base_rtt, None);
+    let bdp = 100e9 * t / 8.0;
     eprintln!(
         "HPCC max queue {:.0} B ({:.2} BDP), pauses {}; DCQCN max queue {:.0} B ({:.2} BDP), pauses {}",
         hp.max_queue,

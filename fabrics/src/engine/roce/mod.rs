@@ -179,6 +179,8 @@ pub struct RoceState {
     storm: Vec<bool>,
     /// INT records of the packets in flight, by packet id (HPCC only; `None`: no INT).
     int: Option<int::IntTable>,
+    /// HPCC's base RTT T in effect (`auto` resolved), `None` without HPCC.
+    hpcc_base_rtt: Option<Duration>,
 }
 
 impl RoceState {
@@ -204,6 +206,10 @@ impl RoceState {
     /// Paused time of `port`, all priorities, up to `now`.
     pub fn port_paused_time(&self, port: u32, now: SimTime) -> Duration {
         Duration((0..NP as u8).map(|p| self.paused(port, p, now).1.ps()).sum())
+    }
+    /// HPCC's base RTT T in effect (the `auto` rule resolved for this run); `None` without HPCC.
+    pub fn hpcc_base_rtt(&self) -> Option<Duration> {
+        self.hpcc_base_rtt
     }
     /// The switch MMU of `node` (`None` for hosts).
     pub fn mmu(&self, node: u32) -> Option<&SharedBuffer> {
@@ -458,6 +464,10 @@ impl Fabric {
             storm,
             qp: qp_line.iter().map(|l| l.is_some()).collect(),
             int: cfg.cc.needs_int().then(int::IntTable::default),
+            hpcc_base_rtt: match &cfg.cc {
+                RoceCc::Hpcc(p) => Some(p.base_rtt.unwrap_or(hpcc_auto_rtt)),
+                _ => None,
+            },
             cfg,
         }));
         Ok(())
