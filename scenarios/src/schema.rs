@@ -433,7 +433,7 @@ pub struct RoceCcSpec {
     /// DCQCN R_HAI, the hyper increase of the target rate per hyper step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_hai: Option<RateSpec>,
-    /// Both: the rate floor (DCQCN R_min).
+    /// DCQCN, TIMELY and HPCC: the rate floor (R_min).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_rate: Option<RateSpec>,
     /// DCQCN: a decrease keeps at least this percentage of the rate, 0..=100 (0: no limit).
