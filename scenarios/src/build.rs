@@ -1137,6 +1137,7 @@ impl Loaded {
                     RoceCc::Dcqcn(crate::cc_params::dcqcn_params(self, d, rate)?)
                 }
                 CcKind::Timely => RoceCc::Timely(crate::cc_params::timely_params(self, cc, rate)?),
+                CcKind::Hpcc => RoceCc::Hpcc(crate::cc_params::hpcc_params(self, cc, rate)?),
             };
         }
         c.cnp_interval = match cnp.0 {
@@ -2276,6 +2277,7 @@ fn resolved_roce(mut r: RoceSpec, c: &RoceConfig) -> RoceSpec {
             Some(crate::cc_params::dcqcn_spec(cc.preset, p, c.cnp_interval))
         }
         (Some(cc), RoceCc::Timely(p)) => Some(crate::cc_params::timely_spec(cc.preset, p)),
+        (Some(cc), RoceCc::Hpcc(p)) => Some(crate::cc_params::hpcc_spec(cc.preset, p)),
         (other, _) => other,
     };
     r

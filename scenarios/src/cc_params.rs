@@ -1,15 +1,18 @@
 //! `[fabric.roce.cc]` parameters: a preset's values overridden key by key
-//! ([`dcqcn_params`], [`timely_params`]), every value range-checked at its key, and the way
-//! back ([`dcqcn_spec`], [`timely_spec`]): every effective value written out for
-//! `scenario.resolved.toml`.
+//! ([`dcqcn_params`], [`timely_params`], [`hpcc_params`]), every value range-checked at its
+//! key, and the way back ([`dcqcn_spec`], [`timely_spec`], [`hpcc_spec`]): every effective
+//! value written out for `scenario.resolved.toml`.
 //!
 //! Ranges (issue 14: no overflow, no event storm, no value without physical sense):
 //! - The DCQCN timers (α timer K, rate-increase timer T) are at least [`MIN_CC_TIMER`] (1 µs,
 //!   the firmware's own α period, `DCE_TCP_RTT 1`): T is one event per recovering flow per
 //!   period, and a period of picoseconds would only multiply events. Every timer is at most
 //!   [`MAX_TIMER`] (an hour), so `now + timer` always fits a `SimTime`.
-//! - Fractions (g, α, TIMELY's α and β) are in [0, 1] and stored in fixed point (g and α in
-//!   Q20: g ≥ 1/65536, the smallest gain the model accepts; TIMELY in parts per million).
+//! - Fractions (g, α, TIMELY's α and β, HPCC's η) are in [0, 1] and stored in fixed point (g
+//!   and α in Q20: g ≥ 1/65536, the smallest gain the model accepts; TIMELY and HPCC in parts
+//!   per million, η ≥ 10^-6).
+//! - HPCC's base RTT is `"auto"` or in [`MIN_BASE_RTT`]..=[`MAX_TIMER`]; its maxStage is at
+//!   most [`MAX_STEPS`].
 //! - Rates are in 1 bps ..= the slowest host link rate (a flow on a faster NIC runs its own
 //!   line rate; R_min is then capped at it).
 //! - The byte counter is 0 (off) or [`MIN_BYTE_COUNTER`]..=[`MAX_COUNTER_BYTES`].
@@ -19,8 +22,9 @@ use crate::diag::ScenarioError;
 use crate::schema::{CcKind, CcPreset, ClampSpec, RoceCcSpec};
 use crate::units::{RateSpec, SizeSpec, TimeSpec};
 use fabrics::models::cc::dcqcn::{ALPHA_ONE, TargetClamp};
+use fabrics::models::cc::hpcc::PPM_ONE as HPCC_PPM_ONE;
 use fabrics::models::cc::timely::PPM_ONE;
-use fabrics::models::{DcqcnParams, TimelyParams};
+use fabrics::models::{DcqcnParams, HpccParams, TimelyParams};
 use sim_core::{BitsPerSec, Duration};
 
 /// Shortest DCQCN α timer and rate-increase timer: 1 µs.
@@ -30,7 +34,7 @@ pub const MIN_CC_TIMER: Duration = Duration::from_us(1);
 pub const MIN_BYTE_COUNTER: u64 = 64;
 /// Largest byte counter or TIMELY segment: 1 TiB.
 pub const MAX_COUNTER_BYTES: u64 = 1 << 40;
-/// Largest DCQCN F (fast-recovery steps) and TIMELY HAI threshold: 255.
+/// Largest DCQCN F (fast-recovery steps), TIMELY HAI threshold and HPCC maxStage: 255.
 pub const MAX_STEPS: u32 = 255;
 /// Shortest TIMELY minRTT: 1 ns.
 pub const MIN_RTT_FLOOR: Duration = Duration::from_ns(1);
@@ -107,23 +111,30 @@ fn steps(l: &Loaded, key: &str, v: u32) -> Result<u32, ScenarioError> {
     Ok(v)
 }
 
-/// Refuses a preset or a key of the other algorithm than `kind`, at that key.
+/// Refuses a preset or a key of another algorithm than `kind`, at that key.
 fn check_keys(l: &Loaded, s: &RoceCcSpec) -> Result<(), ScenarioError> {
-    let (dcqcn, timely) = s.algorithm_keys();
-    let (foreign, name, other, presets, ok) = match s.kind {
+    let (dcqcn, timely, hpcc) = s.algorithm_keys();
+    let (own, others, name, presets, ok) = match s.kind {
         CcKind::Dcqcn => (
-            timely,
+            &dcqcn,
+            [(&timely, "TIMELY"), (&hpcc, "HPCC")],
             "dcqcn",
-            "TIMELY",
             "\"paper\" or \"firmware\"",
             matches!(s.preset, None | Some(CcPreset::Paper | CcPreset::Firmware)),
         ),
         CcKind::Timely => (
-            dcqcn,
+            &timely,
+            [(&dcqcn, "DCQCN"), (&hpcc, "HPCC")],
             "timely",
-            "DCQCN",
             "\"reference\" or \"hpcc_sim\"",
             matches!(s.preset, None | Some(CcPreset::Reference | CcPreset::HpccSim)),
+        ),
+        CcKind::Hpcc => (
+            &hpcc,
+            [(&dcqcn, "DCQCN"), (&timely, "TIMELY")],
+            "hpcc",
+            "\"paper\" or \"hpcc_sim\"",
+            matches!(s.preset, None | Some(CcPreset::Paper | CcPreset::HpccSim)),
         ),
     };
     if !ok {
@@ -133,11 +144,13 @@ fn check_keys(l: &Loaded, s: &RoceCcSpec) -> Result<(), ScenarioError> {
             format!("expected {presets} with kind = \"{name}\", got {got}"),
         ));
     }
-    if let Some(k) = foreign.first() {
-        return Err(l.err(
-            &at(k),
-            format!("`{k}` is a {other} parameter; kind = \"{name}\" does not take it"),
-        ));
+    for (keys, other) in others {
+        if let Some(k) = keys.iter().find(|k| !own.contains(k)) {
+            return Err(l.err(
+                &at(k),
+                format!("`{k}` is a {other} parameter; kind = \"{name}\" does not take it"),
+            ));
+        }
     }
     Ok(())
 }
@@ -254,6 +267,57 @@ pub fn timely_params(l: &Loaded, s: &RoceCcSpec, line: BitsPerSec) -> Result<Tim
     Ok(p)
 }
 
+/// Shortest HPCC base RTT: 1 ns (it divides the queue term and sets the EWMA horizon).
+pub const MIN_BASE_RTT: Duration = Duration::from_ns(1);
+
+/// The HPCC parameters of `[fabric.roce.cc]` (`kind = "hpcc"`) at the slowest host rate
+/// `line`: the preset, then every key given.
+pub fn hpcc_params(l: &Loaded, s: &RoceCcSpec, line: BitsPerSec) -> Result<HpccParams, ScenarioError> {
+    check_keys(l, s)?;
+    let mut p = match s.preset {
+        Some(CcPreset::HpccSim) => HpccParams::hpcc_sim(line),
+        _ => HpccParams::paper(line),
+    };
+    if let Some(r) = s.min_rate {
+        p.min_rate = rate(l, "min_rate", r, line)?;
+    }
+    if let Some(r) = s.rate_ai {
+        p.rate_ai = rate(l, "rate_ai", r, line)?;
+    }
+    if let Some(e) = s.eta {
+        p.eta_ppm = fraction(l, "eta", e, HPCC_PPM_ONE, 1, "1e-6")?;
+    }
+    if let Some(n) = s.max_stage {
+        p.max_stage = steps(l, "max_stage", n)?;
+    }
+    if let Some(t) = &s.base_rtt {
+        p.base_rtt = match t.trim() {
+            "auto" => None,
+            other => match other.parse::<TimeSpec>() {
+                Ok(t) if (MIN_BASE_RTT..=MAX_TIMER).contains(&t.get()) => Some(t.get()),
+                _ => {
+                    return Err(l.err(
+                        &at("base_rtt"),
+                        format!(
+                            "expected \"auto\" or a time in [{}, {}] such as \"10us\", got {other:?}",
+                            TimeSpec::new(MIN_BASE_RTT),
+                            TimeSpec::new(MAX_TIMER)
+                        ),
+                    ));
+                }
+            },
+        };
+    }
+    if let Some(w) = s.window {
+        p.window = w;
+    }
+    if let Some(f) = s.fast_react {
+        p.fast_react = f;
+    }
+    p.check().map_err(|m| l.err("fabric.roce.cc", m))?;
+    Ok(p)
+}
+
 fn rate_spec(r: BitsPerSec) -> Option<RateSpec> {
     RateSpec::new(r)
 }
@@ -301,12 +365,31 @@ pub fn timely_spec(preset: Option<CcPreset>, p: &TimelyParams) -> RoceCcSpec {
     }
 }
 
+/// Every effective HPCC value, for the resolved scenario (`base_rtt = "auto"` stays `auto`:
+/// the engine computes it from the run's paths).
+pub fn hpcc_spec(preset: Option<CcPreset>, p: &HpccParams) -> RoceCcSpec {
+    RoceCcSpec {
+        preset: Some(preset.unwrap_or(CcPreset::Paper)),
+        min_rate: rate_spec(p.min_rate),
+        rate_ai: rate_spec(p.rate_ai),
+        eta: Some(p.eta_ppm as f64 / HPCC_PPM_ONE as f64),
+        max_stage: Some(p.max_stage),
+        base_rtt: Some(
+            p.base_rtt
+                .map_or_else(|| "auto".to_owned(), |t| TimeSpec::new(t).to_string()),
+        ),
+        window: Some(p.window),
+        fast_react: Some(p.fast_react),
+        ..RoceCcSpec::of(CcKind::Hpcc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::build::{Built, Loaded, load_str};
     use fabrics::engine::RoceCc;
     use fabrics::models::cc::dcqcn::TargetClamp;
-    use fabrics::models::{DcqcnParams, TimelyParams};
+    use fabrics::models::{DcqcnParams, HpccParams, TimelyParams};
     use sim_core::{BitsPerSec, Duration};
 
     fn scenario(roce: &str) -> String {
@@ -435,6 +518,82 @@ class = 3
             "pause_quanta = 65535",
         ] {
             assert!(text.contains(key), "{key} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn hpcc_presets_keys_and_the_resolved_scenario() {
+        let line = BitsPerSec::from_gbps(40);
+        let (_, b) = build(scenario("[fabric.roce.cc]\nkind = \"hpcc\""));
+        let RoceCc::Hpcc(p) = cc(&b) else { panic!("HPCC") };
+        assert_eq!(p, HpccParams::paper(line));
+        let (_, b) = build(scenario(
+            "[fabric.roce.cc]\nkind = \"hpcc\"\npreset = \"hpcc_sim\"\neta = 0.9\nrate_ai = \"50Mbps\"\n\
+             base_rtt = \"8us\"\nwindow = false\nfast_react = false\nmax_stage = 3",
+        ));
+        let want = HpccParams {
+            eta_ppm: 900_000,
+            rate_ai: BitsPerSec(50_000_000),
+            base_rtt: Some(Duration::from_us(8)),
+            window: false,
+            fast_react: false,
+            max_stage: 3,
+            ..HpccParams::hpcc_sim(line)
+        };
+        let RoceCc::Hpcc(p) = cc(&b) else { panic!("HPCC") };
+        assert_eq!(p, want);
+        assert!(b.engine.roce.as_ref().unwrap().cc.needs_acks());
+        for roce in [
+            "[fabric.roce.cc]\nkind = \"hpcc\"",
+            "[fabric.roce.cc]\nkind = \"hpcc\"\npreset = \"hpcc_sim\"\nbase_rtt = \"12us\"",
+        ] {
+            let (b, b2) = round_trip(scenario(roce));
+            match (&b.engine.roce.unwrap().cc, &b2.engine.roce.unwrap().cc) {
+                (RoceCc::Hpcc(p), RoceCc::Hpcc(q)) => assert_eq!(p, q),
+                other => panic!("{other:?}"),
+            }
+        }
+        let (l, b) = build(scenario("[fabric.roce.cc]\nkind = \"hpcc\""));
+        let text = toml::to_string(&l.resolved(&b)).unwrap();
+        for key in [
+            "kind = \"hpcc\"",
+            "preset = \"paper\"",
+            "rate_ai = \"16Mbps\"",
+            "min_rate = \"100Mbps\"",
+            "eta = 0.95",
+            "max_stage = 5",
+            "base_rtt = \"auto\"",
+            "window = true",
+            "fast_react = true",
+        ] {
+            assert!(text.contains(key), "{key} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn hpcc_errors_name_the_key() {
+        for (roce, key, what) in [
+            ("kind = \"hpcc\"\neta = 1.5", "eta", "fraction"),
+            ("kind = \"hpcc\"\neta = 0.0", "eta", "fraction"),
+            ("kind = \"hpcc\"\nbase_rtt = \"soon\"", "base_rtt", "\"auto\""),
+            ("kind = \"hpcc\"\nbase_rtt = \"0us\"", "base_rtt", "\"auto\""),
+            ("kind = \"hpcc\"\nmax_stage = 1000", "max_stage", "0..=255"),
+            (
+                "kind = \"hpcc\"\npreset = \"firmware\"",
+                "preset",
+                "\"paper\" or \"hpcc_sim\"",
+            ),
+            ("kind = \"hpcc\"\ng = 0.5", "g", "DCQCN parameter"),
+            ("kind = \"hpcc\"\nbeta = 0.5", "beta", "TIMELY parameter"),
+            ("kind = \"dcqcn\"\neta = 0.5", "eta", "HPCC parameter"),
+            ("kind = \"timely\"\nrate_ai = \"1Mbps\"", "rate_ai", "parameter"),
+            ("kind = \"hpcc\"\nrate_ai = \"100Gbps\"", "rate_ai", "slowest host link"),
+        ] {
+            let text = scenario(&format!("[fabric.roce.cc]\n{roce}"));
+            let l = load_str("t.toml".into(), ".".into(), text).unwrap();
+            let e = l.build().err().unwrap_or_else(|| panic!("{roce} accepted")).to_string();
+            assert!(e.contains(&format!("fabric.roce.cc.{key}")), "{roce}: {e}");
+            assert!(e.contains(what), "{roce}: {e}");
         }
     }
 

@@ -7,7 +7,7 @@
 //! - [`wording`]: serde's and the TOML parser's messages in the user's terms.
 //! - [`locate`]: finds a field's position for errors found after parsing.
 //! - [`build`]: scenario -> topology, routes, engine configuration, flows, limits.
-//! - [`cc_params`]: `[fabric.roce.cc]` keys over a DCQCN/TIMELY preset, checked, and back.
+//! - [`cc_params`]: `[fabric.roce.cc]` keys over a DCQCN/TIMELY/HPCC preset, checked, and back.
 //! - [`output_spec`]: the checks of `[output]` beyond its types (bucket edges, sampling).
 //! - [`plots`]: SVG plots of a results directory (`fabricsim plot DIR`, `run --plots`).
 //! - [`runner`]: runs a scenario and writes its results directory atomically.

@@ -2,8 +2,8 @@
 //! unchanged): the `roce_*` counters of `summary.json`, the pause tree (`summary.json`
 //! `pause_tree` and the terminal), extra `ports.csv` columns, `roce_ports.csv` (one row per
 //! (port, priority) that saw PFC, ECN, queueing or drops), `roce_rates.csv` (per-flow rate
-//! samples, when sampling is on) and `roce.json` with the fabric totals, the pause tree and
-//! the deadlock, if one was detected.
+//! samples, when sampling is on) and `roce.json` with the fabric totals, the pause tree,
+//! the deadlock, if one was detected, and HPCC's base RTT in effect.
 
 use fabrics::engine::{Fabric, RoceState};
 use fabrics::topology::Topology;
@@ -18,6 +18,9 @@ pub struct RoceSummary {
     /// Pause tree edges, longest paused time first.
     pub pause_tree: Vec<PauseEdge>,
     pub deadlock: Option<DeadlockInfo>,
+    /// HPCC runs only: the base RTT T in effect (`base_rtt = "auto"` resolved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hpcc_base_rtt_ns: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -90,6 +93,7 @@ pub fn summary(f: &Fabric, topo: &Topology, end: SimTime) -> Option<RoceSummary>
             formed_at_ns: ns(d.formed_at.ps()),
             detected_at_ns: ns(d.detected_at.ps()),
         }),
+        hpcc_base_rtt_ns: r.hpcc_base_rtt().map(|t| ns(t.ps())),
     })
 }
 

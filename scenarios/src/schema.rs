@@ -266,7 +266,7 @@ pub enum StripingSpec {
 pub enum FabricKind {
     Ethernet,
     Infiniband,
-    /// RoCEv2: shared-buffer switches, 8 priorities, PFC, ECN, DCQCN/TIMELY (`[fabric.roce]`).
+    /// RoCEv2: shared-buffer switches, 8 priorities, PFC, ECN, DCQCN/TIMELY/HPCC (`[fabric.roce]`).
     Rocev2,
     /// NVLink inside a server: 256-B packets plus a 16-B header flit, flit credits,
     /// NVSwitch crossbars (`docs/models/nvlink.md`).
@@ -352,7 +352,7 @@ pub struct RoceSpec {
     /// Minimum interval between CNPs of one flow (default 50us; 4us with the firmware preset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cnp_interval: Option<TimeSpec>,
-    /// The receiver ACKs every packet (forced on by TIMELY and go-back-N) (default false).
+    /// The receiver ACKs every packet (forced on by TIMELY, HPCC and go-back-N) (default false).
     #[serde(default)]
     pub acks: bool,
     /// Go-back-N loss recovery with this retransmission timeout (absent: off).
@@ -429,10 +429,11 @@ pub enum MarkPointSpec {
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RoceCcSpec {
-    /// `dcqcn` or `timely`.
+    /// `dcqcn`, `timely` or `hpcc`.
     pub kind: CcKind,
     /// DCQCN: `paper` (default) or `firmware` (NVIDIA ConnectX defaults); TIMELY:
-    /// `reference` (default) or `hpcc_sim`.
+    /// `reference` (default) or `hpcc_sim`; HPCC: `paper` (default, maxStage 5) or
+    /// `hpcc_sim` (maxStage 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preset: Option<CcPreset>,
     /// DCQCN g, the gain of the α EWMA, a fraction in [1/65536, 1].
@@ -453,13 +454,14 @@ pub struct RoceCcSpec {
     /// DCQCN F, increase events of fast recovery before additive increase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast_recovery: Option<u32>,
-    /// DCQCN R_AI, the additive increase of the target rate.
+    /// DCQCN R_AI, the additive increase of the target rate; HPCC R_AI, the additive increase
+    /// per update (at the slowest host link rate, scaled with a faster NIC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_ai: Option<RateSpec>,
     /// DCQCN R_HAI, the hyper increase of the target rate per hyper step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_hai: Option<RateSpec>,
-    /// Both: the rate floor (DCQCN R_min).
+    /// DCQCN, TIMELY and HPCC: the rate floor (R_min).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_rate: Option<RateSpec>,
     /// DCQCN: a decrease keeps at least this percentage of the rate, 0..=100 (0: no limit).
@@ -502,6 +504,22 @@ pub struct RoceCcSpec {
     /// TIMELY: acknowledged bytes per completion event ("0B": every ACK).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<SizeSpec>,
+    /// HPCC η, the target utilisation, a fraction in (0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta: Option<f64>,
+    /// HPCC maxStage: additive-increase updates in a row before a multiplicative one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stage: Option<u32>,
+    /// HPCC T, the base RTT: `"auto"` (default: the largest base RTT of the run's queue pairs)
+    /// or a time such as `"10us"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_rtt: Option<String>,
+    /// HPCC: enforce the window W = R·T/8 bytes in flight (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<bool>,
+    /// HPCC: react to every ACK, not only once per RTT (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_react: Option<bool>,
 }
 
 impl RoceCcSpec {
@@ -532,11 +550,18 @@ impl RoceCcSpec {
             min_rtt: None,
             hai_threshold: None,
             segment: None,
+            eta: None,
+            max_stage: None,
+            base_rtt: None,
+            window: None,
+            fast_react: None,
         }
     }
 
-    /// The keys given that belong to DCQCN only and to TIMELY only, in table order.
-    pub fn algorithm_keys(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+    /// The keys given that belong to DCQCN, to TIMELY and to HPCC, in table order (a key of
+    /// two algorithms, such as `rate_ai`, is in both lists; `min_rate` belongs to all three
+    /// and is in none).
+    pub fn algorithm_keys(&self) -> (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>) {
         let pick = |v: &[(&'static str, bool)]| v.iter().filter(|(_, s)| *s).map(|(k, _)| *k).collect();
         let dcqcn = [
             ("g", self.g.is_some()),
@@ -563,7 +588,15 @@ impl RoceCcSpec {
             ("hai_threshold", self.hai_threshold.is_some()),
             ("segment", self.segment.is_some()),
         ];
-        (pick(&dcqcn), pick(&timely))
+        let hpcc = [
+            ("rate_ai", self.rate_ai.is_some()),
+            ("eta", self.eta.is_some()),
+            ("max_stage", self.max_stage.is_some()),
+            ("base_rtt", self.base_rtt.is_some()),
+            ("window", self.window.is_some()),
+            ("fast_react", self.fast_react.is_some()),
+        ];
+        (pick(&dcqcn), pick(&timely), pick(&hpcc))
     }
 }
 
@@ -575,19 +608,22 @@ pub enum CcKind {
     Dcqcn,
     /// TIMELY (Mittal et al., SIGCOMM'15; models.md §2.6).
     Timely,
+    /// HPCC (Li et al., SIGCOMM'19; models.md §2.6).
+    Hpcc,
 }
 
-/// `[fabric.roce.cc] preset`: `paper`/`firmware` for DCQCN, `reference`/`hpcc_sim` for TIMELY.
+/// `[fabric.roce.cc] preset`: `paper`/`firmware` for DCQCN, `reference`/`hpcc_sim` for TIMELY,
+/// `paper`/`hpcc_sim` for HPCC.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum CcPreset {
-    /// DCQCN paper (models.md §2.5.1).
+    /// DCQCN paper (models.md §2.5.1); HPCC paper (maxStage 5, models.md §2.6).
     Paper,
     /// NVIDIA ConnectX firmware (models.md §2.5.2).
     Firmware,
     /// TIMELY reference code (models.md §2.6).
     Reference,
-    /// HPCC-sim's TIMELY values (models.md §2.6).
+    /// HPCC-sim's TIMELY values, or HPCC-sim `run.py`'s HPCC (maxStage 0) (models.md §2.6).
     HpccSim,
 }
 

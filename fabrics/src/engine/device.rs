@@ -120,7 +120,7 @@ pub enum Device {
     /// An input-buffered, cut-through device with per-lane credits: InfiniBand switch, NVSwitch
     /// chip, GPU hub, PCIe switch, root complex, NIC (`engine/ib/`).
     CreditSwitch,
-    /// A RoCEv2 endpoint: queue pairs with DCQCN/TIMELY, CNP/ACK/NACK, go-back-N
+    /// A RoCEv2 endpoint: queue pairs with DCQCN/TIMELY/HPCC, CNP/ACK/NACK, go-back-N
     /// (`engine/roce/`).
     RoceHost,
     /// Shared-buffer Ethernet switch with 8 priorities, PFC, ECN, strict priority + DWRR

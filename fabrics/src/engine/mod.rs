@@ -31,7 +31,7 @@
 //! ## RoCEv2
 //! With [`EngineConfig::roce`] set, switches have a shared-buffer MMU with 8 priorities, PFC,
 //! ECN and strict-priority + DWRR egress scheduling, and host NICs send CNPs/ACKs and run
-//! DCQCN or TIMELY: see `engine/roce/`. Flow timers (`FlowTimer(f)`, congestion-control
+//! DCQCN, TIMELY or HPCC: see `engine/roce/`. Flow timers (`FlowTimer(f)`, congestion-control
 //! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then, as does
 //! the rate-sampling event (`RateSample`, origin `3P + H + 1 + F`, only when sampling is on).
 

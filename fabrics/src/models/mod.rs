@@ -31,7 +31,7 @@ pub mod marking;
 pub mod pfc;
 
 pub use buffer::{AnyBuffer, BufferModel, PerPortTailDrop, SharedBuffer, SharedBufferConfig};
-pub use cc::{AnyCc, CongestionControl, Dcqcn, DcqcnParams, FixedRate, Timely, TimelyParams};
+pub use cc::{AnyCc, CongestionControl, Dcqcn, DcqcnParams, FixedRate, Hpcc, HpccParams, IntHop, Timely, TimelyParams};
 pub use flow_control::{AnyFlowControl, LinkFlowControl, NoFlowControl};
 pub use marking::{AnyMarking, MarkPoint, Marking, NoMarking, RedEcn, RedParams};
 pub use pfc::{AnyPauseSender, GlobalPauseSender, PauseKind, PauseSender, PfcEdge, PfcFrame, PfcReceiver, PfcSender};

@@ -47,6 +47,21 @@ pub enum RoceCc {
     Dcqcn(DcqcnParams),
     /// TIMELY; `line_rate` is replaced by each flow's NIC rate and `delta` scaled with it.
     Timely(TimelyParams),
+    /// HPCC; `line_rate` is replaced by each flow's NIC rate and `rate_ai` scaled with it;
+    /// a `base_rtt` of `None` becomes the largest base RTT of the run's queue pairs. Switches
+    /// stamp INT into data packets and receivers echo it in ACKs.
+    Hpcc(HpccParams),
+}
+
+impl RoceCc {
+    /// The receiver must ACK every data packet (the feedback is in the ACK).
+    pub fn needs_acks(&self) -> bool {
+        matches!(self, RoceCc::Timely(_) | RoceCc::Hpcc(_))
+    }
+    /// Switch egresses stamp in-band network telemetry into data packets, echoed in ACKs.
+    pub fn needs_int(&self) -> bool {
+        matches!(self, RoceCc::Hpcc(_))
+    }
 }
 
 /// Configuration of a RoCEv2 fabric (plain data; [`RoceConfig::validate`] checks it).
@@ -90,7 +105,8 @@ pub struct RoceConfig {
     pub cnp_interval: Duration,
     /// Priority of CNP, ACK and NACK packets.
     pub control_priority: u8,
-    /// The receiver ACKs every data packet (needed by TIMELY and go-back-N; forced on then).
+    /// The receiver ACKs every data packet (needed by TIMELY, HPCC and go-back-N; forced on
+    /// then).
     pub acks: bool,
     /// Go-back-N loss recovery with this retransmission timeout; `None` = off (a dropped
     /// packet is lost and its flow never completes).
@@ -197,6 +213,7 @@ impl RoceConfig {
             RoceCc::None => {}
             RoceCc::Dcqcn(p) => p.check()?,
             RoceCc::Timely(p) => p.check()?,
+            RoceCc::Hpcc(p) => p.check()?,
         }
         if self.go_back_n.is_some_and(|t| t == Duration::ZERO) {
             return Err("go-back-N timeout must be > 0".into());

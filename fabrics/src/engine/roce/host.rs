@@ -66,9 +66,13 @@ impl Fabric {
                 }
             }
             let paused = !self.roce_link_ready(p, prio, 0, 0, now) && !credit_link;
-            // Go-back-N window full: wait for an ACK (which kicks the NIC).
+            // Go-back-N or congestion-control window full: wait for an ACK (which kicks the NIC).
             let sent_pos = self.flows[f as usize].size.get() - st.unsent_bytes;
-            let window_full = sent_pos - self.rr().snd_acked[f as usize] >= self.rr().gbn_window[f as usize];
+            let window = match st.cc.window_bytes() {
+                Some(w) => w.min(self.rr().gbn_window[f as usize]),
+                None => self.rr().gbn_window[f as usize],
+            };
+            let window_full = sent_pos - self.rr().snd_acked[f as usize] >= window;
             if paused || window_full || st.next_send_at > now {
                 if !paused && !window_full {
                     earliest = earliest.min(st.next_send_at);
@@ -125,10 +129,12 @@ impl Fabric {
                 self.roce_rearm_flow(s, f);
             }
             PacketKind::Ack => {
+                self.roce_on_ack_int(s, pkt.flow, id, pkt.aux);
                 self.packets.free(id);
                 self.roce_on_ack(s, pkt.flow, pkt.aux, now.since(pkt.sent_at));
             }
             PacketKind::Nack => {
+                self.roce_on_ack_int(s, pkt.flow, id, pkt.aux);
                 self.packets.free(id);
                 let f = pkt.flow;
                 self.roce_on_ack(s, f, pkt.aux, now.since(pkt.sent_at));

@@ -1,8 +1,8 @@
 //! RoCEv2 mechanics in the engine: shared-buffer switches with 8 priorities, PFC frames on
 //! the reverse link, strict priority + DWRR egress scheduling, ECN marking, CNP/ACK/NACK
-//! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY) with one
-//! timer event per flow, go-back-N for lossy priorities, the pause tree and run-time
-//! deadlock detection. The models themselves are pure state machines in `models/`
+//! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY, HPCC) with one
+//! timer event per flow, HPCC's INT records (`int.rs`), go-back-N for lossy priorities, the
+//! pause tree and run-time deadlock detection. The models themselves are pure state machines in `models/`
 //! (`buffer.rs` `SharedBuffer`, `pfc.rs`, `marking.rs`, `cc/`); this file wires them.
 //!
 //! ## A packet through a switch
@@ -36,12 +36,12 @@
 use super::device::DeviceModel;
 use super::{Device, Ev, Fabric, LinkFc, Packet, PacketKind};
 use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
-use crate::models::cc::{DcqcnParams, TimelyParams};
+use crate::models::cc::{DcqcnParams, HpccParams, IntHop, TimelyParams};
 use crate::models::marking::{Marking, RedEcn, RedParams};
 use crate::models::pfc::{
     self, AnyPauseSender, N_PRIORITIES, PauseSender, PfcEdge, PfcFrame, PfcReceiver, PfcWatchdog,
 };
-use crate::models::{AnyCc, CongestionControl, Dcqcn, Timely};
+use crate::models::{AnyCc, CongestionControl, Dcqcn, Hpcc, Timely};
 use crate::roce::frame::{PAUSE_WIRE_BYTES, RoceFrame};
 use sim_core::{BitsPerSec, Bytes, Duration, EventQueue, Origin, Scheduler, SimTime, serialization_time};
 use std::collections::{BTreeMap, VecDeque};
@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, VecDeque};
 mod config;
 mod deadlock;
 mod host;
+mod int;
 mod pfc_link;
 mod qp;
 mod switch;
@@ -176,6 +177,10 @@ pub struct RoceState {
     qp: Vec<bool>,
     /// (port, priority) in a watchdog storm.
     storm: Vec<bool>,
+    /// INT records of the packets in flight, by packet id (HPCC only; `None`: no INT).
+    int: Option<int::IntTable>,
+    /// HPCC's base RTT T in effect (`auto` resolved), `None` without HPCC.
+    hpcc_base_rtt: Option<Duration>,
 }
 
 impl RoceState {
@@ -201,6 +206,10 @@ impl RoceState {
     /// Paused time of `port`, all priorities, up to `now`.
     pub fn port_paused_time(&self, port: u32, now: SimTime) -> Duration {
         Duration((0..NP as u8).map(|p| self.paused(port, p, now).1.ps()).sum())
+    }
+    /// HPCC's base RTT T in effect (the `auto` rule resolved for this run); `None` without HPCC.
+    pub fn hpcc_base_rtt(&self) -> Option<Duration> {
+        self.hpcc_base_rtt
     }
     /// The switch MMU of `node` (`None` for hosts).
     pub fn mmu(&self, node: u32) -> Option<&SharedBuffer> {
@@ -249,6 +258,12 @@ impl RoceState {
             .filter(|&&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
     }
+}
+
+/// A rate `r` given for line rate `old`, scaled to line rate `new` (at least 1 b/s): TIMELY's δ
+/// and HPCC's R_AI on a NIC faster than the slowest host link.
+fn scale_to_line(r: BitsPerSec, old: BitsPerSec, new: BitsPerSec) -> BitsPerSec {
+    BitsPerSec((r.0 as u128 * new.0 as u128 / old.0.max(1) as u128).max(1) as u64)
 }
 
 impl Fabric {
@@ -355,6 +370,18 @@ impl Fabric {
                     .map(|p| self.ports[p as usize].rate)
             })
             .collect();
+        // HPCC's `auto` base RTT: the largest of the run's queue pairs (HPCC-sim `GLOBAL_T 1`).
+        let hpcc_auto_rtt = if matches!(cfg.cc, RoceCc::Hpcc(HpccParams { base_rtt: None, .. })) {
+            let ack_wire = cfg.frame.ack_wire_bytes();
+            let rtt = (0..self.flows.len() as u32)
+                .filter(|&f| qp_line[f as usize].is_some())
+                .map(|f| self.base_rtt_ps(f, ack_wire))
+                .max()
+                .unwrap_or(0);
+            Duration(rtt.max(1))
+        } else {
+            Duration(1)
+        };
         // Per-flow congestion control at the queue pair's line rate.
         for (i, line) in qp_line.iter().enumerate() {
             let Some(line) = *line else { continue };
@@ -366,14 +393,19 @@ impl Fabric {
                     p.min_rate = p.min_rate.min(line);
                     AnyCc::Dcqcn(Dcqcn::new(p))
                 }
-                RoceCc::Timely(p) => {
-                    let mut p = *p;
-                    let old = p.line_rate.0.max(1) as u128;
-                    p.delta = BitsPerSec((p.delta.0 as u128 * line.0 as u128 / old).max(1) as u64);
-                    p.line_rate = line;
-                    p.min_rate = p.min_rate.min(line);
-                    AnyCc::Timely(Timely::new(p))
-                }
+                RoceCc::Timely(p) => AnyCc::Timely(Timely::new(TimelyParams {
+                    delta: scale_to_line(p.delta, p.line_rate, line),
+                    line_rate: line,
+                    min_rate: p.min_rate.min(line),
+                    ..*p
+                })),
+                RoceCc::Hpcc(p) => AnyCc::Hpcc(Hpcc::new(HpccParams {
+                    rate_ai: scale_to_line(p.rate_ai, p.line_rate, line),
+                    line_rate: line,
+                    min_rate: p.min_rate.min(line),
+                    base_rtt: p.base_rtt.or(Some(hpcc_auto_rtt)),
+                    ..*p
+                })),
             };
             self.flow_state[i].cc = cc;
         }
@@ -432,6 +464,11 @@ impl Fabric {
             watchdog,
             storm,
             qp: qp_line.iter().map(|l| l.is_some()).collect(),
+            int: cfg.cc.needs_int().then(int::IntTable::default),
+            hpcc_base_rtt: match &cfg.cc {
+                RoceCc::Hpcc(p) => Some(p.base_rtt.unwrap_or(hpcc_auto_rtt)),
+                _ => None,
+            },
             cfg,
         }));
         Ok(())

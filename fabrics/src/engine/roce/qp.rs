@@ -1,18 +1,16 @@
 //! The RoCEv2 transport: a queue pair per flow that crosses a PFC link. Packet cutting with the
 //! go-back-N send offset, the receiver's ACK/NACK/CNP generation, the sender's reaction (the
-//! congestion controller's hooks: DCQCN or TIMELY in `models/cc/`), the retransmission timer
+//! congestion controller's hooks: DCQCN, TIMELY or HPCC in `models/cc/`), the retransmission timer
 //! and rate sampling.
 
 use super::*;
 
 impl Fabric {
-    /// [`GbnWindow::Bdp`] of flow `f`, payload bytes: the NIC line rate times the base RTT
-    /// of its path (per hop both ways: propagation and port-to-port latency; one maximum
-    /// frame forward and one ACK back of serialization), rounded up to whole frames.
-    pub(in crate::engine) fn bdp_window_bytes(&self, f: u32, line: BitsPerSec, ack_wire: u32) -> u64 {
+    /// The base RTT of flow `f`'s path, ps: per hop both ways, propagation and port-to-port
+    /// latency; one maximum frame forward and one ACK (`ack_wire` bytes) back of serialization.
+    pub(in crate::engine) fn base_rtt_ps(&self, f: u32, ack_wire: u32) -> u64 {
         let max_wire = (self.cfg.mtu_bytes + self.cfg.header_bytes) as u64;
-        let rtt_ps: u64 = self
-            .flow_path(f)
+        self.flow_path(f)
             .iter()
             .map(|&p| {
                 let port = &self.ports[p as usize];
@@ -20,7 +18,14 @@ impl Fabric {
                     + serialization_time(Bytes(max_wire), port.rate).ps()
                     + serialization_time(Bytes(ack_wire as u64), port.rate).ps()
             })
-            .sum();
+            .sum()
+    }
+
+    /// [`GbnWindow::Bdp`] of flow `f`, payload bytes: the NIC line rate times the base RTT
+    /// of its path ([`Fabric::base_rtt_ps`]), rounded up to whole frames.
+    pub(in crate::engine) fn bdp_window_bytes(&self, f: u32, line: BitsPerSec, ack_wire: u32) -> u64 {
+        let max_wire = (self.cfg.mtu_bytes + self.cfg.header_bytes) as u64;
+        let rtt_ps = self.base_rtt_ps(f, ack_wire);
         let bdp = (rtt_ps as u128 * line.0 as u128).div_ceil(8 * sim_core::time::PS_PER_S as u128) as u64;
         bdp.div_ceil(max_wire).max(1) * self.cfg.mtu_bytes as u64
     }
@@ -94,6 +99,9 @@ impl Fabric {
         let id = self.cut_packet(now, f, prio);
         let wire = self.packets.get(id).wire_bytes;
         self.packets.get_mut(id).aux = seq;
+        if let Some(int) = self.rs().int.as_mut() {
+            int.clear(id);
+        }
         let gbn = self.rr().cfg.go_back_n.filter(|_| self.rr().qp[f as usize]);
         let payload = self.packets.get(id).payload_bytes as u64;
         let r = self.rs();
@@ -117,14 +125,14 @@ impl Fabric {
     }
 
     /// The receiver of flow `f` sends a CNP, ACK or NACK (`echo`: the send time of the
-    /// packet it answers, for the sender's RTT sample) on the control priority.
+    /// packet it answers, for the sender's RTT sample) on the control priority; returns its id.
     pub(in crate::engine) fn roce_send_control<Q: EventQueue<Ev>>(
         &mut self,
         s: &mut Scheduler<Ev, Q>,
         f: u32,
         kind: PacketKind,
         echo: SimTime,
-    ) {
+    ) -> u32 {
         let fl = self.flows[f as usize];
         let nic_port = self.nics[fl.dst as usize].port;
         let r = self.rs();
@@ -161,6 +169,7 @@ impl Fabric {
         self.rs().ctrl_q[fl.dst as usize].push_back(id);
         let p = self.nics[fl.dst as usize].port;
         self.roce_kick(s, p);
+        id
     }
 
     /// A data packet reaches its destination NIC: deliver (in order, under go-back-N), send
@@ -173,7 +182,9 @@ impl Fabric {
         // Load/store flows inside a server have no queue pair: no ACK, no go-back-N.
         let qp = r.qp[f as usize];
         let gbn = qp && r.cfg.go_back_n.is_some();
-        let acks = qp && (r.cfg.acks || gbn || matches!(r.cfg.cc, RoceCc::Timely(_)));
+        let acks = qp && (r.cfg.acks || gbn || r.cfg.cc.needs_acks());
+        // HPCC: the records the data packet collected, for its ACK (read before it is freed).
+        let int = r.int.as_ref().map(|t| t.get(id));
         let exp = r.rcv_expected[f as usize];
         let mut reply = None;
         if !gbn || pkt.aux == exp {
@@ -202,11 +213,14 @@ impl Fabric {
             let last = r.last_cnp[f as usize];
             if last == SimTime::MAX || now >= last + r.cfg.cnp_interval {
                 r.last_cnp[f as usize] = now;
-                self.roce_send_control(s, f, PacketKind::Cnp, now);
+                let _ = self.roce_send_control(s, f, PacketKind::Cnp, now);
             }
         }
         if let Some(k) = reply {
-            self.roce_send_control(s, f, k, pkt.sent_at);
+            let ack = self.roce_send_control(s, f, k, pkt.sent_at);
+            if let Some(stack) = int {
+                self.rs().int.as_mut().expect("INT on").set(ack, stack);
+            }
         }
     }
 
@@ -229,13 +243,47 @@ impl Fabric {
                 r.rto_at[f as usize] = if cum >= size { SimTime::MAX } else { now + rto };
             }
             self.flow_state[f as usize].cc.on_ack(now, cum - old, rtt);
-            if self.rr().gbn_window[f as usize] != u64::MAX {
+            let windowed = self.flow_state[f as usize].cc.window_bytes().is_some();
+            if windowed || self.rr().gbn_window[f as usize] != u64::MAX {
                 let src = self.flows[f as usize].src;
                 let p = self.nics[src as usize].port;
                 self.roce_kick(s, p);
             }
         }
         self.roce_rearm_flow(s, f);
+    }
+
+    /// An ACK or NACK (`id`, acknowledging `cum` bytes) of flow `f` brings INT records: the
+    /// controller reacts and the flow's next packet is re-paced at the new rate (earlier or
+    /// later; HPCC-sim `RdmaHw::ChangeRate`). Nothing without INT.
+    pub(in crate::engine) fn roce_on_ack_int<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        f: u32,
+        id: u32,
+        cum: u64,
+    ) {
+        let Some(stack) = self.rr().int.as_ref().map(|t| t.get(id)) else {
+            return;
+        };
+        let now = s.now();
+        let snd_nxt = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
+        let st = &mut self.flow_state[f as usize];
+        st.cc.on_ack_int(now, cum, snd_nxt, stack.hops());
+        let (t0, wire) = self.rr().last_tx[f as usize];
+        let st = &mut self.flow_state[f as usize];
+        if wire == 0 || st.unsent_bytes == 0 {
+            return;
+        }
+        let at = (t0 + serialization_time(Bytes(wire as u64), st.cc.rate())).max(now);
+        if at != st.next_send_at && st.next_send_at > now {
+            let earlier = at < st.next_send_at;
+            st.next_send_at = at;
+            if earlier && self.rr().flow_active[f as usize] {
+                let src = self.flows[f as usize].src;
+                self.nic_wake_at(s, src, at);
+            }
+        }
     }
 
     /// Go-back-N: resend flow `f` from the first byte the receiver lacks.

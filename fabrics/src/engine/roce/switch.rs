@@ -162,7 +162,21 @@ impl Fabric {
         let node = self.ports[p as usize].node as usize;
         let base = self.port_base[node];
         let x = pkt.ingress_port;
-        let r = self.rs();
+        let r = self.roce.as_deref_mut().expect("RoCE fabric");
+        if pkt.kind == PacketKind::Data
+            && let Some(int) = r.int.as_mut()
+        {
+            // HPCC: the egress stamps the packet as it leaves (HPCC-sim `SwitchNotifyDequeue`:
+            // bytes sent before it, the queue after it).
+            let port = &self.ports[p as usize];
+            let hop = IntHop {
+                ts: now,
+                tx_bytes: port.stats.bytes_tx,
+                qlen_bytes: queued,
+                rate: port.rate,
+            };
+            int.push(id, hop);
+        }
         let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
         if let Some(edge) = mmu.release(x - base, p - base, prio, wire) {
             r.pending_edges.push((x, prio, edge));

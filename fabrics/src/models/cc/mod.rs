@@ -9,6 +9,7 @@
 //! | [`fixed_rate`] | [`FixedRate`]: constant pacing (default: line rate) | none | - |
 //! | [`dcqcn`] | [`Dcqcn`]: DCQCN reaction point | CNPs ([`CongestionControl::on_cnp`]), its own timer, bytes sent | Zhu et al., SIGCOMM'15; `models.md` §2.5 |
 //! | [`timely`] | [`Timely`]: RTT-gradient rate control | RTT samples ([`CongestionControl::on_ack`]) | Mittal et al., SIGCOMM'15; `models.md` §2.6 |
+//! | [`hpcc`] | [`Hpcc`]: INT-based rate and window control | INT records echoed in ACKs ([`CongestionControl::on_ack_int`]) | Li et al., SIGCOMM'19; `models.md` §2.6 |
 //!
 //! ## Contract with the engine
 //! - Call [`CongestionControl::on_send`] when the NIC starts a packet of the flow; the flow
@@ -19,6 +20,12 @@
 //!   (IB CC; a CNP goes to `on_cnp` instead).
 //! - Call [`CongestionControl::on_ack`] when an ACK arrives, with the bytes it newly
 //!   acknowledges and the RTT sample it yields (ACK arrival − send time of the acked packet).
+//! - Call [`CongestionControl::on_ack_int`] when an ACK or NACK carrying in-band network
+//!   telemetry arrives (only runs whose controller uses it have switches stamp INT), before
+//!   `on_ack`; every ACK, also one that acknowledges nothing new.
+//! - Before starting a packet of the flow, read [`CongestionControl::window_bytes`]: with
+//!   `Some(w)`, the flow may not start one while `w` or more bytes are sent and not
+//!   acknowledged.
 //! - After **every** hook call, read [`CongestionControl::next_timer`]: if it is `Some(t)`,
 //!   make sure one timer event for the flow fires at `t` and then call
 //!   [`CongestionControl::on_timer`]. One pending timer event per flow is enough; a stale
@@ -34,11 +41,28 @@ use sim_core::{BitsPerSec, Bytes, Duration, SimTime, serialization_time};
 
 pub mod dcqcn;
 pub mod fixed_rate;
+pub mod hpcc;
 pub mod timely;
 
 pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use fixed_rate::FixedRate;
+pub use hpcc::{Hpcc, HpccParams};
 pub use timely::{Timely, TimelyParams};
+
+/// One in-band network telemetry (INT) record: what a switch egress port writes into a data
+/// packet as the packet leaves it (HPCC-sim `IntHop`, models.md §2.6), echoed to the sender
+/// in the ACK.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntHop {
+    /// When the packet started to leave the port.
+    pub ts: SimTime,
+    /// Bytes the port had put on its link before this packet (cumulative, wire bytes).
+    pub tx_bytes: u64,
+    /// Bytes queued at the port (all priorities) once this packet left the queue.
+    pub qlen_bytes: u64,
+    /// The port's link rate.
+    pub rate: BitsPerSec,
+}
 
 /// Hooks of a sender congestion-control algorithm, one instance per flow.
 pub trait CongestionControl {
@@ -64,6 +88,19 @@ pub trait CongestionControl {
         let _ = (now, acked_bytes, rtt);
     }
 
+    /// Fires when an ACK or NACK for this flow carrying INT reaches the sender: `ack_seq` the
+    /// bytes the receiver has in order, `snd_nxt` the offset of the next byte the flow will
+    /// send, `hops` the records of the switch egresses its data packet left, in path order.
+    fn on_ack_int(&mut self, now: SimTime, ack_seq: u64, snd_nxt: u64, hops: &[IntHop]) {
+        let _ = (now, ack_seq, snd_nxt, hops);
+    }
+
+    /// The flow's window: at most this many bytes sent and not yet acknowledged (`None`: no
+    /// window). Read before each packet the flow starts.
+    fn window_bytes(&self) -> Option<u64> {
+        None
+    }
+
     /// Fires at (or after) the time last returned by [`CongestionControl::next_timer`].
     fn on_timer(&mut self, now: SimTime) {
         let _ = now;
@@ -85,6 +122,7 @@ pub enum AnyCc {
     FixedRate(FixedRate),
     Dcqcn(Dcqcn),
     Timely(Timely),
+    Hpcc(Hpcc),
     /// InfiniBand Annex A10 source side; lives with the IB model in `ib/cc.rs`.
     IbCc(crate::ib::cc::IbCca),
 }
@@ -95,6 +133,7 @@ impl AnyCc {
             AnyCc::FixedRate(_) => "fixed_rate",
             AnyCc::Dcqcn(_) => "dcqcn",
             AnyCc::Timely(_) => "timely",
+            AnyCc::Hpcc(_) => "hpcc",
             AnyCc::IbCc(_) => "ib_cc",
         }
     }
@@ -107,6 +146,7 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.on_send(now, wire_bytes),
             AnyCc::Dcqcn(c) => c.on_send(now, wire_bytes),
             AnyCc::Timely(c) => c.on_send(now, wire_bytes),
+            AnyCc::Hpcc(c) => c.on_send(now, wire_bytes),
             AnyCc::IbCc(c) => c.on_send(now, wire_bytes),
         }
     }
@@ -116,6 +156,7 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.on_cnp(now),
             AnyCc::Dcqcn(c) => c.on_cnp(now),
             AnyCc::Timely(c) => c.on_cnp(now),
+            AnyCc::Hpcc(c) => c.on_cnp(now),
             AnyCc::IbCc(c) => c.on_cnp(now),
         }
     }
@@ -125,6 +166,7 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.on_congestion_signal(now),
             AnyCc::Dcqcn(c) => c.on_congestion_signal(now),
             AnyCc::Timely(c) => c.on_congestion_signal(now),
+            AnyCc::Hpcc(c) => c.on_congestion_signal(now),
             AnyCc::IbCc(c) => c.on_congestion_signal(now),
         }
     }
@@ -134,7 +176,22 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.on_ack(now, acked_bytes, rtt),
             AnyCc::Dcqcn(c) => c.on_ack(now, acked_bytes, rtt),
             AnyCc::Timely(c) => c.on_ack(now, acked_bytes, rtt),
+            AnyCc::Hpcc(c) => c.on_ack(now, acked_bytes, rtt),
             AnyCc::IbCc(c) => c.on_ack(now, acked_bytes, rtt),
+        }
+    }
+    #[inline]
+    fn on_ack_int(&mut self, now: SimTime, ack_seq: u64, snd_nxt: u64, hops: &[IntHop]) {
+        match self {
+            AnyCc::Hpcc(c) => c.on_ack_int(now, ack_seq, snd_nxt, hops),
+            AnyCc::FixedRate(_) | AnyCc::Dcqcn(_) | AnyCc::Timely(_) | AnyCc::IbCc(_) => {}
+        }
+    }
+    #[inline]
+    fn window_bytes(&self) -> Option<u64> {
+        match self {
+            AnyCc::Hpcc(c) => c.window_bytes(),
+            AnyCc::FixedRate(_) | AnyCc::Dcqcn(_) | AnyCc::Timely(_) | AnyCc::IbCc(_) => None,
         }
     }
     #[inline]
@@ -143,6 +200,7 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.on_timer(now),
             AnyCc::Dcqcn(c) => c.on_timer(now),
             AnyCc::Timely(c) => c.on_timer(now),
+            AnyCc::Hpcc(c) => c.on_timer(now),
             AnyCc::IbCc(c) => c.on_timer(now),
         }
     }
@@ -152,6 +210,7 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.next_timer(),
             AnyCc::Dcqcn(c) => c.next_timer(),
             AnyCc::Timely(c) => c.next_timer(),
+            AnyCc::Hpcc(c) => c.next_timer(),
             AnyCc::IbCc(c) => c.next_timer(),
         }
     }
@@ -160,6 +219,7 @@ impl CongestionControl for AnyCc {
             AnyCc::FixedRate(c) => c.rate(),
             AnyCc::Dcqcn(c) => c.rate(),
             AnyCc::Timely(c) => c.rate(),
+            AnyCc::Hpcc(c) => c.rate(),
             AnyCc::IbCc(c) => c.rate(),
         }
     }
