@@ -1988,7 +1988,7 @@ impl Loaded {
         let ring_group = match channel_rings {
             None | Some(ChannelRings::Same) => 1,
             Some(ChannelRings::Rotated) => {
-                let g = layout.gpus_per_server.filter(|g| n % g == 0).ok_or_else(|| {
+                let g = layout.gpus_per_server.filter(|&g| n.is_multiple_of(g)).ok_or_else(|| {
                     self.err(
                         &at("channel_rings"),
                         "`rotated` needs a cluster topology and ranks that fill whole servers (a multiple of the GPUs per server)",

@@ -137,7 +137,7 @@ pub fn generate(spec: &CollectiveSpec, limits: &DagLimits) -> Result<MessageDag,
     if n == 0 || n > MAX_ENDPOINTS - 1 {
         return invalid(format!("n_ranks must be in 1..={} (got {n})", MAX_ENDPOINTS - 1));
     }
-    if spec.ring_group == 0 || n % spec.ring_group != 0 {
+    if spec.ring_group == 0 || !n.is_multiple_of(spec.ring_group) {
         return invalid(format!(
             "ring_group must divide n_ranks (got {} and {n})",
             spec.ring_group
