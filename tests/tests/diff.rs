@@ -122,7 +122,7 @@ fn metrics_of(dir: &Path) -> scenarios::regression::Metrics {
 
 #[test]
 fn two_runs_differing_in_one_input_name_it_and_list_the_moved_metrics_largest_first() {
-    let (_dir, a, b) = two_runs("quickstart.toml", "size = \"512KiB\"", "size = \"1MiB\"");
+    let (_dir, a, b) = two_runs("quickstart.toml", "size = \"512KiB\"", "size = \"64KiB\"");
     let o = fabricsim(&["diff", s(&a), s(&b)]);
     assert_eq!(o.code, 0, "a difference is no failure: {o:?}");
     // The one input that changed, and nothing else.
@@ -133,7 +133,7 @@ fn two_runs_differing_in_one_input_name_it_and_list_the_moved_metrics_largest_fi
         .collect();
     assert_eq!(
         input_lines,
-        ["  ~ fabric.buffer.size = \"512KiB\" -> \"1MiB\""],
+        ["  ~ fabric.buffer.size = \"512KiB\" -> \"64KiB\""],
         "{o:?}"
     );
     // The moved metrics, largest change first, with the values of the two summaries.
@@ -165,7 +165,7 @@ fn two_runs_differing_in_one_input_name_it_and_list_the_moved_metrics_largest_fi
     assert_eq!(j["identical"], false);
     assert_eq!(j["inputs"].as_array().unwrap().len(), 1);
     assert_eq!(j["inputs"][0]["key"], "fabric.buffer.size");
-    assert_eq!(j["inputs"][0]["b"], "\"1MiB\"");
+    assert_eq!(j["inputs"][0]["b"], "\"64KiB\"");
     let metrics = j["metrics"].as_array().unwrap();
     assert_eq!(metrics.len(), differ);
     assert_eq!(j["counts"]["differ"], differ);
@@ -331,13 +331,13 @@ fn check_names_the_inputs_that_changed_and_lists_the_largest_moves_first() {
         baseline.contains("\n[inputs]\n") && baseline.contains("\n\"fabric.buffer.size\" = \"512KiB\"\n"),
         "the baseline records the resolved scenario's inputs:\n{baseline}"
     );
-    p.write(&edit(&text, "size = \"512KiB\"", "size = \"1MiB\""));
+    p.write(&edit(&text, "switch_latency = \"500ns\"", "switch_latency = \"600ns\""));
     let junit = p.dir.path().join("junit.xml");
     let o = p.check(&["--junit", s(&junit)]);
     assert_eq!(o.code, 1, "{o:?}");
     assert!(
         o.stdout.contains(
-            "  inputs that changed since the baseline (1; ~ changed, + added, - removed):\n    ~ fabric.buffer.size = \"512KiB\" -> \"1MiB\"\n"
+            "  inputs that changed since the baseline (1; ~ changed, + added, - removed):\n    ~ fabric.switch_latency = \"500ns\" -> \"600ns\"\n"
         ),
         "{o:?}"
     );
@@ -361,7 +361,10 @@ fn check_names_the_inputs_that_changed_and_lists_the_largest_moves_first() {
         .find(|n| n.has_tag_name("system-out"))
         .and_then(|n| n.text())
         .unwrap();
-    assert!(out.contains("~ fabric.buffer.size = \"512KiB\" -> \"1MiB\""), "{xml}");
+    assert!(
+        out.contains("~ fabric.switch_latency = \"500ns\" -> \"600ns\""),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -406,7 +409,7 @@ fn a_baseline_blessed_before_inputs_were_recorded_is_still_checked() {
     let o = p.check(&[]);
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.stdout.contains("  PASS: "), "{o:?}");
-    p.write(&edit(&text, "size = \"512KiB\"", "size = \"1MiB\""));
+    p.write(&edit(&text, "size = \"512KiB\"", "size = \"64KiB\""));
     let o = p.check(&[]);
     assert_eq!(o.code, 1, "{o:?}");
     assert!(
