@@ -54,6 +54,9 @@ const NOT_A_SWITCH: u32 = u32::MAX;
 pub const NO_LEAF: u32 = u32::MAX;
 /// A host's only port.
 static HOST_PORT: [u16; 1] = [0];
+/// How many destination leaves a cancellable route build computes between two questions to its
+/// `stop` (about a millisecond of work on a 100,000-node fabric).
+pub const STOP_CHECK_LEAVES: usize = 16;
 
 /// How next-hop sets are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +101,37 @@ impl Routes {
 
     /// Computes shortest-path ECMP routes, or says why the topology cannot be routed.
     pub fn try_ecmp(topo: &Topology) -> Result<Routes, TopologyError> {
-        Routes::build(topo, Policy::ShortestPath, None)
+        Routes::build(topo, Policy::ShortestPath, None, &|| false).map(Routes::not_stopped)
+    }
+
+    /// [`Routes::try_ecmp`] that gives up (`Ok(None)`) as soon as `stop` says so: it is asked
+    /// every [`STOP_CHECK_LEAVES`] destination leaves, so a wall-clock budget or an interrupt
+    /// can end the build of a large fabric (one BFS per leaf) within a fraction of a second.
+    pub fn try_ecmp_until(topo: &Topology, stop: &dyn Fn() -> bool) -> Result<Option<Routes>, TopologyError> {
+        Routes::build(topo, Policy::ShortestPath, None, stop)
+    }
+
+    /// [`Routes::try_updown`] that gives up as [`Routes::try_ecmp_until`] does.
+    pub fn try_updown_until(topo: &Topology, stop: &dyn Fn() -> bool) -> Result<Option<Routes>, TopologyError> {
+        Routes::build(topo, Policy::UpDown, None, stop)
+    }
+
+    /// [`Routes::try_tree`] that gives up as [`Routes::try_ecmp_until`] does.
+    pub fn try_tree_until(
+        topo: &Topology,
+        tree: &stp::SpanningTree,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Routes>, TopologyError> {
+        assert_eq!(
+            tree.forwarding.len(),
+            topo.n_links(),
+            "Routes::try_tree_until: the tree of another topology"
+        );
+        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding), stop)
+    }
+
+    fn not_stopped(r: Option<Routes>) -> Routes {
+        r.expect("a build that is never asked to stop finishes")
     }
 
     /// Computes layer-2 routes over a spanning tree (RoCEv1): the shortest paths of the graph
@@ -111,7 +144,7 @@ impl Routes {
             topo.n_links(),
             "Routes::try_tree: the tree of another topology"
         );
-        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding))
+        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding), &|| false).map(Routes::not_stopped)
     }
 
     /// Computes up*/down* routes (opensm `updn`, `models.md` §1.7): switches are ranked by
@@ -124,11 +157,17 @@ impl Routes {
     /// leaf-spines these are exactly the shortest paths; on rings and meshes they avoid the
     /// cycle at the price of longer paths.
     pub fn try_updown(topo: &Topology) -> Result<Routes, TopologyError> {
-        Routes::build(topo, Policy::UpDown, None)
+        Routes::build(topo, Policy::UpDown, None, &|| false).map(Routes::not_stopped)
     }
 
-    /// `forwarding`: links (by edge index) that may carry routes; `None` = all.
-    fn build(topo: &Topology, policy: Policy, forwarding: Option<&[bool]>) -> Result<Routes, TopologyError> {
+    /// `forwarding`: links (by edge index) that may carry routes; `None` = all. `Ok(None)`:
+    /// `stop` said to give up.
+    fn build(
+        topo: &Topology,
+        policy: Policy,
+        forwarding: Option<&[bool]>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Routes>, TopologyError> {
         topo.validate()?;
         let n = topo.n_nodes();
         // Flat adjacency in port order: neighbours of v are adj_nbr[adj_off[v]..adj_off[v+1]].
@@ -245,6 +284,9 @@ impl Routes {
         let mut order: Vec<u32> = Vec::with_capacity(n_switches);
         let mut scratch: Vec<u16> = Vec::new();
         for (li, &l) in leaf_node.iter().enumerate() {
+            if li % STOP_CHECK_LEAVES == STOP_CHECK_LEAVES - 1 && stop() {
+                return Ok(None);
+            }
             let l = switch_row[l as usize];
             dist.fill(u32::MAX);
             dist[l as usize] = 0;
@@ -331,7 +373,7 @@ impl Routes {
         }
         group_offsets.shrink_to_fit();
         group_ports.shrink_to_fit();
-        Ok(Routes {
+        Ok(Some(Routes {
             n_leaves,
             leaf_node,
             switch_row,
@@ -340,7 +382,7 @@ impl Routes {
             group_ports,
             host_leaf,
             host_port_at_leaf,
-        })
+        }))
     }
 
     /// The ECMP next-hop ports (indices into [`Topology::ports`]) at `node` toward host index
@@ -647,6 +689,29 @@ mod tests {
         };
         assert_eq!(count_cores(&switch_seeds(t.n_nodes(), 3)), 16);
         assert_eq!(count_cores(&vec![5; t.n_nodes()]), 4);
+    }
+
+    /// A cancellable build asks its `stop` every `STOP_CHECK_LEAVES` leaves and gives up when
+    /// told; never told, it gives the same tables as the plain build.
+    #[test]
+    fn a_route_build_stops_when_asked() {
+        let t = fat_tree::build(8, link(100), link(100)).unwrap();
+        let leaves = t.leaves().len();
+        let asked = std::cell::Cell::new(0usize);
+        let never = || {
+            asked.set(asked.get() + 1);
+            false
+        };
+        let full = Routes::try_ecmp_until(&t, &never).unwrap().expect("never stopped");
+        assert_eq!(full, Routes::ecmp(&t));
+        assert_eq!(asked.get(), leaves / STOP_CHECK_LEAVES);
+        asked.set(0);
+        let second = || {
+            asked.set(asked.get() + 1);
+            asked.get() >= 2
+        };
+        assert_eq!(Routes::try_updown_until(&t, &second).unwrap(), None);
+        assert_eq!(asked.get(), 2, "gave up at the second question");
     }
 
     #[test]

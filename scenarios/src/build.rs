@@ -167,7 +167,6 @@ impl Loaded {
         self
     }
 
-    /// Checks the scenario's meaning and builds everything the engine needs.
     /// The scenario with the fabric defaults that depend on its kind written out (header,
     /// switch latency, Ethernet buffer), as stored in `scenario.resolved.toml`.
     pub fn resolved(&self, built: &Built) -> Scenario {
@@ -210,9 +209,21 @@ impl Loaded {
         sc
     }
 
+    /// Checks the scenario's meaning and builds everything the engine needs.
     pub fn build(&self) -> Result<Built, ScenarioError> {
+        self.build_until(&|| false)
+            .map(|b| b.expect("a build that is never asked to stop finishes"))
+    }
+
+    /// [`Loaded::build`] that gives up (`Ok(None)`) when `stop` says so: asked between the
+    /// phases (topology, routes, flows) and during the route tables, the long part on a large
+    /// fabric, so that a wall-clock budget or an interrupt also bounds the build (issue 15).
+    pub fn build_until(&self, stop: &dyn Fn() -> bool) -> Result<Option<Built>, ScenarioError> {
         let sc = &self.scenario;
         let (mut topology, gpus_per_server) = self.build_topology()?;
+        if stop() {
+            return Ok(None);
+        }
         let mut layout = GpuLayout {
             n_gpus: topology.n_hosts() as u32,
             gpus_per_server,
@@ -243,12 +254,14 @@ impl Loaded {
         }
         self.check_route_memory(&topology)?;
         let routes = match (self.spanning_tree(&topology)?, self.scenario.fabric.routing) {
-            (Some(tree), _) => Routes::try_tree(&topology, &tree),
-            (None, RoutingSpec::Updown) => Routes::try_updown(&topology),
-            (None, _) => Routes::try_ecmp(&topology),
+            (Some(tree), _) => Routes::try_tree_until(&topology, &tree, stop),
+            (None, RoutingSpec::Updown) => Routes::try_updown_until(&topology, stop),
+            (None, _) => Routes::try_ecmp_until(&topology, stop),
         }
         .map_err(|e| self.err("topology", e.to_string()))?;
-        let mut routes = routes;
+        let Some(mut routes) = routes else {
+            return Ok(None);
+        };
         if let TopologySpec::Cluster { gpu_nic, .. } = &sc.topology {
             match gpu_nic.as_deref() {
                 None | Some("own") => keep_gpu_traffic_on_own_nic(&topology, &mut routes),
@@ -265,6 +278,9 @@ impl Loaded {
         if let Some(roce) = &engine.roce {
             self.check_roce_buffers(&topology, roce, &engine)?;
             self.check_roce_timing(&topology, roce, &engine)?;
+        }
+        if stop() {
+            return Ok(None);
         }
         let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
@@ -287,7 +303,7 @@ impl Loaded {
             wall_clock: Some(std::time::Duration::from_secs(sc.run.wall_clock_s)),
             progress_every_events: 1 << 20,
         };
-        Ok(Built {
+        Ok(Some(Built {
             topology,
             routes,
             engine,
@@ -296,7 +312,7 @@ impl Loaded {
             collectives,
             training,
             limits,
-        })
+        }))
     }
 
     /// `[fabric.roce] version`: 2 (the default) or 1.

@@ -11,7 +11,7 @@ use crate::report::{self, ScenarioInfo, Summary};
 use crate::results_dir::{OutError, Target};
 use fabrics::engine::{EngineError, Fabric};
 use sha2::{Digest, Sha256};
-use sim_core::{Progress, RunReport, WheelQueue};
+use sim_core::{Progress, RunReport, Stopwatch, WheelQueue};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -31,6 +31,10 @@ pub enum RunError {
     /// A signal (Ctrl-C, SIGTERM) stopped the command before results were written (exit 130).
     #[error("interrupted{}", if .0.is_empty() { String::new() } else { format!(": {}", .0) })]
     Interrupted(String),
+    /// `run.wall_clock_s` ran out while the fabric was being built: nothing was simulated
+    /// (exit 1). A budget that runs out during the simulation writes partial results instead.
+    #[error("{file}: {message}")]
+    BuildBudget { file: String, message: String },
 }
 
 impl RunError {
@@ -39,7 +43,7 @@ impl RunError {
         match self {
             RunError::Scenario(_) | RunError::OutDir { .. } => 2,
             RunError::Interrupted(_) => crate::interrupt::EXIT_INTERRUPTED,
-            RunError::Engine { .. } | RunError::Output { .. } => 1,
+            RunError::Engine { .. } | RunError::Output { .. } | RunError::BuildBudget { .. } => 1,
         }
     }
 }
@@ -72,11 +76,41 @@ pub fn validate(path: &Path) -> Result<(Loaded, Built), RunError> {
     validate_loaded(load(path)?)
 }
 
-/// [`validate`] of a scenario already parsed (e.g. a sweep point, `crate::sweep`).
+/// [`validate`] of a scenario already parsed (e.g. a sweep point, `crate::sweep`), within
+/// the scenario's wall-clock budget and the process's interrupts.
 pub fn validate_loaded(loaded: Loaded) -> Result<(Loaded, Built), RunError> {
-    let built = loaded.build()?;
+    let built = build_within(&loaded, Stopwatch::start(), &Interrupt::default())?;
     check_routable(&loaded, &built)?;
     Ok((loaded, built))
+}
+
+/// The wall-clock budget of a scenario (`run.wall_clock_s`).
+fn wall_budget(loaded: &Loaded) -> std::time::Duration {
+    std::time::Duration::from_secs(loaded.scenario.run.wall_clock_s.max(1))
+}
+
+/// Builds `loaded` within its wall-clock budget, counted from `started` (the process's
+/// command: loading and building count, not only the simulation; issue 15), giving up on an
+/// interrupt too.
+fn build_within(loaded: &Loaded, started: Stopwatch, interrupt: &Interrupt) -> Result<Built, RunError> {
+    let budget = wall_budget(loaded);
+    let stop = || interrupt.count() > 0 || started.elapsed() >= budget;
+    match loaded.build_until(&stop)? {
+        Some(built) => Ok(built),
+        None if interrupt.count() > 0 => Err(RunError::Interrupted(
+            "while building the fabric; nothing was written".into(),
+        )),
+        None => Err(RunError::BuildBudget {
+            file: loaded.file.clone(),
+            message: format!(
+                "the wall-clock budget (run.wall_clock_s = {} s) ran out after {:.1} s while building the fabric \
+                 (topology, route tables, flows), before the simulation: raise run.wall_clock_s or use a smaller \
+                 topology",
+                loaded.scenario.run.wall_clock_s,
+                started.elapsed().as_secs_f64()
+            ),
+        }),
+    }
 }
 
 /// Refuses, as a scenario error, what the engine refuses when it is built from the scenario.
@@ -106,8 +140,10 @@ fn engine_error(loaded: &Loaded, e: EngineError) -> RunError {
 
 /// Runs the scenario at `path` and writes its results directory.
 pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
+    // The wall-clock budget counts from here: loading and building are part of the run.
+    let started = Stopwatch::start();
     let loaded = load(path)?.with_seed(opts.seed);
-    let built = loaded.build()?;
+    let built = build_within(&loaded, started, &opts.interrupt)?;
     let resolved_scenario = loaded.resolved(&built);
     let resolved = toml::to_string(&resolved_scenario).map_err(|e| RunError::Engine {
         file: loaded.file.clone(),
@@ -142,11 +178,15 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         deps,
         collectives,
         training,
-        limits,
+        mut limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
     let mut fabric =
         Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| engine_error(&loaded, e))?;
+    // What the build left of the budget is the simulation's (none left: it stops at once,
+    // outcome `wall_clock_budget`, and `timing.json` says the build took it).
+    let build_elapsed = started.elapsed();
+    limits.wall_clock = Some(wall_budget(&loaded).saturating_sub(build_elapsed));
     loaded.check_sample_ports(fabric.ports().len())?;
     let mut sampler = loaded.sampler(&fabric);
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
@@ -280,6 +320,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let timing = serde_json::json!({
         "note": "wall-clock figures: the only file of a results directory that differs between identical runs",
         "wall_seconds": report.wall_elapsed.as_secs_f64(),
+        // Loading the scenario and building the fabric, before the simulation; with
+        // `wall_seconds`, the whole run's share of `run.wall_clock_s`.
+        "build_wall_seconds": build_elapsed.as_secs_f64(),
         "events": report.events,
         "events_per_second": report.events as f64 / report.wall_elapsed.as_secs_f64().max(1e-9),
         "link_hops_per_second": fabric.totals().link_hops as f64 / report.wall_elapsed.as_secs_f64().max(1e-9),

@@ -107,15 +107,18 @@ pub struct RunReport {
 }
 
 /// A wall-clock stopwatch: the one place the kernel reads the real clock, and only to
-/// enforce the wall-clock budget and report speed. No simulated behaviour depends on it.
-struct Stopwatch(std::time::Instant);
+/// enforce the wall-clock budget and report speed. No simulated behaviour depends on it. The
+/// scenario runner starts one too, so that `run.wall_clock_s` also covers building the fabric.
+#[derive(Clone, Copy, Debug)]
+pub struct Stopwatch(std::time::Instant);
 
 impl Stopwatch {
     #[allow(clippy::disallowed_methods, reason = "wall-clock budget and speed report only")]
-    fn start() -> Self {
+    pub fn start() -> Self {
         Stopwatch(std::time::Instant::now())
     }
-    fn elapsed(&self) -> std::time::Duration {
+    /// Wall-clock time since [`Stopwatch::start`].
+    pub fn elapsed(&self) -> std::time::Duration {
         self.0.elapsed()
     }
 }

@@ -187,3 +187,57 @@ fn every_fabric_says_completed_when_every_flow_completes() {
         assert_eq!(sm["flows"]["completed"], sm["flows"]["total"], "{name}");
     }
 }
+
+/// Issue 15: `run.wall_clock_s` counts loading and building the fabric, not only the
+/// simulation. A 512-server cluster takes seconds to build its route tables (one BFS per
+/// leaf): with a 1 s budget `run` and `validate` stop within a fraction of a second of it,
+/// say the budget ran out while building, and exit 1 without a results directory; an
+/// interrupt during the build stops it too (exit 130).
+#[test]
+fn the_wall_clock_budget_counts_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"[scenario]
+name = "big"
+[topology]
+kind = "cluster"
+servers = 512
+server = "hgx_h100"
+k = 32
+nic_link = { rate = "400Gbps", cable_m = 5 }
+fabric_link = { rate = "400Gbps", cable_m = 20 }
+[fabric]
+kind = "infiniband"
+[[workload]]
+kind = "flows"
+flows = [{ src = 0, dst = 4000, size = "1MiB" }]
+[run]
+wall_clock_s = 1
+"#;
+    let file = dir.path().join("big.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.path().join("out");
+    for args in [
+        vec!["run", s(&file), "--out", s(&out), "--quiet"],
+        vec!["validate", s(&file)],
+    ] {
+        // Without the budget this build takes several seconds and the run completes (exit 0).
+        let r = fabricsim(&args);
+        assert_eq!(r.code, 1, "{args:?}: {r:?}");
+        assert!(
+            r.stderr.contains("wall-clock budget (run.wall_clock_s = 1 s) ran out")
+                && r.stderr.contains("while building the fabric"),
+            "{r:?}"
+        );
+    }
+    assert!(!out.exists(), "nothing written when the build ran out of budget");
+    let interrupt = scenarios::interrupt::Interrupt::manual();
+    interrupt.raise();
+    let opts = scenarios::runner::RunOptions {
+        out_dir: Some(out.clone()),
+        interrupt,
+        ..Default::default()
+    };
+    let e = scenarios::runner::run_file(&file, &opts).err().expect("interrupted");
+    assert_eq!(e.exit_code(), 130, "{e}");
+    assert!(e.to_string().contains("while building the fabric"), "{e}");
+}

@@ -412,9 +412,10 @@ impl Sweep {
             load_str(self.file.clone(), self.dir.clone(), text.clone()).map_err(|e| self.relocate(index, &e))?;
         let (loaded, built) = runner::validate_loaded(loaded).map_err(|e| match e {
             RunError::Scenario(e) => self.relocate(index, &e),
-            RunError::Engine { message, .. } | RunError::Output { message, .. } | RunError::OutDir { message, .. } => {
-                self.point_error(index, None, &message)
-            }
+            RunError::Engine { message, .. }
+            | RunError::Output { message, .. }
+            | RunError::OutDir { message, .. }
+            | RunError::BuildBudget { message, .. } => self.point_error(index, None, &message),
             RunError::Interrupted(m) => self.point_error(index, None, &format!("interrupted {m}")),
         })?;
         let base_seed = loaded.scenario.scenario.seed;
