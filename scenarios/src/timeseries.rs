@@ -89,6 +89,8 @@ struct FlowRow {
     flow: u32,
     rate_bps: u64,
     goodput_bps: f64,
+    /// The congestion controller's state variables (`CongestionControl::state`).
+    cc: fabrics::models::cc::CcState,
 }
 
 /// The sampler: its settings, the last snapshot and the rows so far.
@@ -205,6 +207,7 @@ impl Sampler {
                     flow: r.id,
                     rate_bps: fabric.flow_rate(r.id).get(),
                     goodput_bps: delta as f64 * 8.0 * 1e12 / dt as f64,
+                    cc: fabric.flow_cc_state(r.id),
                 });
             }
         }
@@ -298,12 +301,25 @@ impl Sampler {
     }
 
     /// `timeseries_flows.csv`: per window, every flow that was sending (started, and not
-    /// complete or delivering in the window): its congestion-control rate at the window's end
-    /// and its goodput over the window.
+    /// complete or delivering in the window): its congestion-control rate at the window's end,
+    /// its goodput over the window, and its controller's state variables at the window's end
+    /// (one column each, named by the algorithm: `dcqcn_target_gbps`, `dcqcn_alpha`,
+    /// `timely_rtt_us`, `timely_rtt_diff_us`, `hpcc_u`, `hpcc_ref_rate_gbps`, `ibcc_ccti`;
+    /// empty where a flow's controller has no such variable).
     pub fn flows_csv(&self) -> String {
-        let mut s = String::from("time_ns,flow,rate_gbps,goodput_gbps\n");
+        let mut names: Vec<&'static str> = Vec::new();
+        for (name, _) in self.flow_rows.iter().flat_map(|r| r.cc.0.iter().flatten()) {
+            if !names.contains(name) {
+                names.push(name);
+            }
+        }
+        let mut s = String::from("time_ns,flow,rate_gbps,goodput_gbps");
+        for n in &names {
+            let _ = write!(s, ",{n}");
+        }
+        s.push('\n');
         for r in &self.flow_rows {
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "{:.3},{},{:.6},{:.6}",
                 r.t.ps() as f64 / 1e3,
@@ -311,6 +327,15 @@ impl Sampler {
                 r.rate_bps as f64 / 1e9,
                 r.goodput_bps / 1e9
             );
+            for n in &names {
+                match r.cc.0.iter().flatten().find(|(k, _)| k == n) {
+                    Some((_, v)) => {
+                        let _ = write!(s, ",{v:.6}");
+                    }
+                    None => s.push(','),
+                }
+            }
+            s.push('\n');
         }
         s.push_str(&self.truncated_line());
         s

@@ -255,3 +255,36 @@ fn bad_sampling_settings_are_refused_at_their_key() {
         assert!(!out.exists());
     }
 }
+
+/// Issue 13: the per-flow series carries the congestion controller's state. Under DCQCN
+/// (the convergence scenario: flows joining a bottleneck) the target rate R_T never falls
+/// below the current rate R_C (a decrease sets R_T to the old R_C, an increase moves R_C half
+/// way to R_T), α stays in [0, 1] and moves (CNPs raise it, quiet periods decay it); a run
+/// without congestion control has no state columns.
+#[test]
+fn flow_series_carry_the_congestion_control_state() {
+    let text = std::fs::read_to_string(catalogue("roce_dcqcn_convergence.toml")).unwrap();
+    let (dir, path) = scenario(&with_output(&text, "sample = \"20us\""));
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let (h, rows) = table(&out.join("timeseries_flows.csv"));
+    assert!(h.iter().any(|c| c == "dcqcn_alpha"), "{h:?}");
+    let mut alphas = std::collections::BTreeSet::new();
+    for r in &rows {
+        let (rc, rt, a) = (
+            num(&h, r, "rate_gbps"),
+            num(&h, r, "dcqcn_target_gbps"),
+            num(&h, r, "dcqcn_alpha"),
+        );
+        assert!(rc <= rt + 1e-9, "R_C {rc} above R_T {rt}: {r:?}");
+        assert!((0.0..=1.0).contains(&a), "alpha {a}: {r:?}");
+        alphas.insert((a * 1e6) as u64);
+    }
+    assert!(alphas.len() > 3, "alpha should move: {alphas:?}");
+    let text = std::fs::read_to_string(catalogue("quickstart.toml")).unwrap();
+    let (dir, path) = scenario(&with_output(&text, "sample = \"20us\""));
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let (h, _) = table(&out.join("timeseries_flows.csv"));
+    assert_eq!(h, ["time_ns", "flow", "rate_gbps", "goodput_gbps"]);
+}

@@ -555,6 +555,10 @@ impl Fabric {
     pub fn flow_rate(&self, f: u32) -> sim_core::BitsPerSec {
         crate::models::CongestionControl::rate(&self.flow_state[f as usize].cc)
     }
+    /// The state variables of flow `f`'s congestion controller (`CongestionControl::state`).
+    pub fn flow_cc_state(&self, f: u32) -> crate::models::cc::CcState {
+        crate::models::CongestionControl::state(&self.flow_state[f as usize].cc)
+    }
     pub fn flow_of_input(&self, i: usize) -> u32 {
         self.input_to_flow[i]
     }

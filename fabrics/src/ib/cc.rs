@@ -223,6 +223,11 @@ impl CongestionControl for IbCca {
         let gap = ser + self.injection_delay(wire).ps() as u128;
         BitsPerSec((self.line_rate.get() as u128 * ser / gap) as u64)
     }
+
+    /// The congestion control table index (CCTI).
+    fn state(&self) -> crate::models::cc::CcState {
+        crate::models::cc::CcState([Some(("ibcc_ccti", self.ccti as f64)), None])
+    }
 }
 
 #[cfg(test)]

@@ -462,6 +462,14 @@ impl CongestionControl for Dcqcn {
     fn rate(&self) -> BitsPerSec {
         BitsPerSec(self.rc_bps)
     }
+
+    /// The target rate R_T (Gb/s) and α (a fraction).
+    fn state(&self) -> super::CcState {
+        super::CcState([
+            Some(("dcqcn_target_gbps", self.rt_bps as f64 / 1e9)),
+            Some(("dcqcn_alpha", self.alpha_q20 as f64 / ALPHA_ONE as f64)),
+        ])
+    }
 }
 
 #[cfg(test)]

@@ -285,6 +285,15 @@ impl CongestionControl for Hpcc {
     fn rate(&self) -> BitsPerSec {
         BitsPerSec(self.rate_bps)
     }
+
+    /// The utilisation estimate Û (a fraction of the bottleneck) and the reference rate R_c
+    /// (Gb/s).
+    fn state(&self) -> super::CcState {
+        super::CcState([
+            Some(("hpcc_u", self.u_ppm as f64 / 1e6)),
+            Some(("hpcc_ref_rate_gbps", self.ref_rate_bps as f64 / 1e9)),
+        ])
+    }
 }
 
 #[cfg(test)]

@@ -114,7 +114,18 @@ pub trait CongestionControl {
 
     /// The flow's current sending rate.
     fn rate(&self) -> BitsPerSec;
+
+    /// The controller's state variables worth plotting beside the rate (observers only: the
+    /// per-flow time series, `[output] sample`), as `(column name, value)`; names are fixed
+    /// per algorithm and prefixed with it (`dcqcn_alpha`).
+    fn state(&self) -> CcState {
+        CcState::default()
+    }
 }
+
+/// Up to two named state variables of a congestion controller ([`CongestionControl::state`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CcState(pub [Option<(&'static str, f64)>; 2]);
 
 /// The closed set of congestion-control algorithms.
 #[derive(Clone, Debug)]
@@ -221,6 +232,15 @@ impl CongestionControl for AnyCc {
             AnyCc::Timely(c) => c.rate(),
             AnyCc::Hpcc(c) => c.rate(),
             AnyCc::IbCc(c) => c.rate(),
+        }
+    }
+    fn state(&self) -> CcState {
+        match self {
+            AnyCc::FixedRate(c) => c.state(),
+            AnyCc::Dcqcn(c) => c.state(),
+            AnyCc::Timely(c) => c.state(),
+            AnyCc::Hpcc(c) => c.state(),
+            AnyCc::IbCc(c) => c.state(),
         }
     }
 }

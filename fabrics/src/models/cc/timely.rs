@@ -235,6 +235,14 @@ impl CongestionControl for Timely {
     fn rate(&self) -> BitsPerSec {
         BitsPerSec(self.rate_bps)
     }
+
+    /// The last RTT sample (µs) and the EWMA of RTT differences (µs).
+    fn state(&self) -> super::CcState {
+        super::CcState([
+            self.prev_rtt_ps.map(|r| ("timely_rtt_us", r as f64 / 1e6)),
+            Some(("timely_rtt_diff_us", self.rtt_diff_ps as f64 / 1e6)),
+        ])
+    }
 }
 
 #[cfg(test)]
