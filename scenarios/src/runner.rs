@@ -81,15 +81,19 @@ pub fn validate_loaded(loaded: Loaded) -> Result<(Loaded, Built), RunError> {
 
 /// Refuses, as a scenario error, what the engine refuses when it is built from the scenario.
 fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
-    Fabric::with_deps(
+    let mut fabric = Fabric::with_deps(
         &built.topology,
         built.routes.clone(),
         built.engine.clone(),
         built.flows.clone(),
         &built.deps,
     )
-    .map(|_| ())
-    .map_err(|e| engine_error(loaded, e))
+    .map_err(|e| engine_error(loaded, e))?;
+    // `[output] pcap` names ports of the built fabric.
+    let topo = &built.topology;
+    let node_names: Vec<&str> = topo.graph.node_indices().map(|n| topo.graph[n].name.as_str()).collect();
+    loaded.enable_pcap(&mut fabric, &node_names)?;
+    Ok(())
 }
 
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is

@@ -248,6 +248,10 @@ fn bad_pcap_ports_are_refused_at_their_key() {
         let o = fabricsim(&["run", s(&path), "--out", s(&dir.path().join("out"))]);
         assert_eq!(o.code, 2, "{ports}: {o:?}");
         assert!(o.stderr.contains(key) && o.stderr.contains(words), "{ports}: {o:?}");
+        assert!(!dir.path().join("out").exists(), "{ports}: nothing written");
+        let o = fabricsim(&["validate", s(&path)]);
+        assert_eq!(o.code, 2, "validate {ports}: {o:?}");
+        assert!(o.stderr.contains(key), "validate {ports}: {o:?}");
     }
     let (dir, path) = scenario(INCAST, "pcap = { ports = [0], max_packets = 0 }", None);
     let o = fabricsim(&["run", s(&path), "--out", s(&dir.path().join("out"))]);
