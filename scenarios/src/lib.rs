@@ -20,6 +20,7 @@
 //! - [`ib_report`]: InfiniBand-only outputs (credit stalls, congestion tree, `ib_vls.csv`).
 //! - [`fct_report`]: FCT slowdown per flow, per flow-size bucket and per workload group.
 //! - [`timeseries`]: `[output] sample`: per-port and per-flow time series, the run cut into windows.
+//! - [`pcap`]: `[output] pcap`: pcap files of chosen ports (RoCEv2 frames, InfiniBand packets).
 //! - [`tree`]: the congestion and pause trees in depth-first order with depths.
 //! - [`roce_report`]: RoCEv2-only outputs (`roce_ports.csv`, `roce.json`: PFC, ECN, pause tree, deadlock).
 //!
@@ -37,6 +38,7 @@ pub mod interrupt;
 pub mod locate;
 pub mod outcome;
 pub mod output_spec;
+pub mod pcap;
 pub mod plots;
 pub mod proc_stats;
 pub mod regression;

@@ -33,7 +33,35 @@ impl Loaded {
                 format!("expected 1 to {MAX_ROWS} rows, got {}", out.sample_max_rows),
             ));
         }
+        if let Some(p) = &out.pcap
+            && (p.max_packets == 0 || p.max_packets > fabrics::engine::MAX_CAPTURED_PACKETS as u64)
+        {
+            return Err(self.err(
+                "output.pcap.max_packets",
+                format!(
+                    "expected 1 to {} packets, got {}",
+                    fabrics::engine::MAX_CAPTURED_PACKETS,
+                    p.max_packets
+                ),
+            ));
+        }
         Ok(())
+    }
+
+    /// Turns on the packet capture of `[output] pcap` in `fabric`, refusing unknown ports at
+    /// `output.pcap.ports[i]`; returns the captured port ids (none without `[output] pcap`).
+    pub(crate) fn enable_pcap(
+        &self,
+        fabric: &mut fabrics::engine::Fabric,
+        names: &[&str],
+    ) -> Result<Vec<u32>, ScenarioError> {
+        let Some(spec) = &self.scenario.output.pcap else {
+            return Ok(Vec::new());
+        };
+        let ports = crate::pcap::resolve_ports(&spec.ports, fabric, names)
+            .map_err(|(i, m)| self.err(&format!("output.pcap.ports[{i}]"), m))?;
+        fabric.enable_capture(&ports, spec.max_packets as usize);
+        Ok(ports)
     }
 
     /// Refuses sampled port ids that the fabric of `n_ports` egress ports does not have.

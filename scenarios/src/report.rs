@@ -59,6 +59,9 @@ pub struct Summary {
     /// The time series (`[output] sample`, `timeseries.rs`); absent without sampling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<crate::timeseries::TimeseriesInfo>,
+    /// The packet capture (`[output] pcap`, `pcap.rs`); absent without capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<crate::pcap::PcapInfo>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -544,6 +547,7 @@ pub fn summarize(
         collectives: None,
         training: None,
         timeseries: None,
+        pcap: None,
     }
 }
 
@@ -807,6 +811,10 @@ pub fn terminal_table(s: &Summary) -> String {
     if let Some(note) = s.timeseries.as_ref().and_then(|t| t.note()) {
         let _ = writeln!(o);
         let _ = writeln!(o, "{note}");
+    }
+    if let Some(w) = s.pcap.as_ref().and_then(|p| p.warning()) {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{w}");
     }
     if !s.hotspots.is_empty() {
         let _ = writeln!(o);

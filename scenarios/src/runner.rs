@@ -115,15 +115,19 @@ fn build_within(loaded: &Loaded, started: Stopwatch, interrupt: &Interrupt) -> R
 
 /// Refuses, as a scenario error, what the engine refuses when it is built from the scenario.
 fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
-    Fabric::with_deps(
+    let mut fabric = Fabric::with_deps(
         &built.topology,
         built.routes.clone(),
         built.engine.clone(),
         built.flows.clone(),
         &built.deps,
     )
-    .map(|_| ())
-    .map_err(|e| engine_error(loaded, e))
+    .map_err(|e| engine_error(loaded, e))?;
+    // `[output] pcap` names ports of the built fabric.
+    let topo = &built.topology;
+    let node_names: Vec<&str> = topo.graph.node_indices().map(|n| topo.graph[n].name.as_str()).collect();
+    loaded.enable_pcap(&mut fabric, &node_names)?;
+    Ok(())
 }
 
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is
@@ -188,6 +192,14 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let build_elapsed = started.elapsed();
     limits.wall_clock = Some(wall_budget(&loaded).saturating_sub(build_elapsed));
     loaded.check_sample_ports(fabric.ports().len())?;
+    let pcap_ports = {
+        let node_names: Vec<&str> = topology
+            .graph
+            .node_indices()
+            .map(|n| topology.graph[n].name.as_str())
+            .collect();
+        loaded.enable_pcap(&mut fabric, &node_names)?
+    };
     let mut sampler = loaded.sampler(&fabric);
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
@@ -238,6 +250,16 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     if !train_rows.is_empty() {
         summary.training = Some(train_rows);
     }
+
+    // `[output] pcap`: one file per captured port (`pcap.rs`).
+    let (pcap_names, pcap_bytes): (Vec<String>, Vec<Vec<u8>>) = match &loaded.scenario.output.pcap {
+        Some(spec) => {
+            let (f, info) = crate::pcap::files(&fabric, &pcap_ports, spec.payload_bytes);
+            summary.pcap = Some(info);
+            f.into_iter().unzip()
+        }
+        None => Default::default(),
+    };
 
     let end = report.end;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
@@ -316,6 +338,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         v.push(b'\n');
         files.push(("roce.json", v));
     }
+    files.extend(pcap_names.iter().map(String::as_str).zip(pcap_bytes));
     let cpu_seconds = crate::proc_stats::cpu_seconds();
     let timing = serde_json::json!({
         "note": "wall-clock figures: the only file of a results directory that differs between identical runs",

@@ -1215,6 +1215,9 @@ pub struct OutputSpec {
     /// Bound on the rows of both time-series files together; sampling stops there.
     #[serde(default = "default_sample_max_rows")]
     pub sample_max_rows: u64,
+    /// `[output] pcap`: pcap files of chosen ports (`pcap.rs`); absent: no capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<crate::pcap::PcapSpec>,
 }
 
 /// `[output] sample_ports`.
@@ -1243,6 +1246,7 @@ impl Default for OutputSpec {
             sample_ports: SamplePorts::default(),
             sample_port_ids: None,
             sample_max_rows: default_sample_max_rows(),
+            pcap: None,
         }
     }
 }

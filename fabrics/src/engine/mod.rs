@@ -35,6 +35,7 @@
 //! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then, as does
 //! the rate-sampling event (`RateSample`, origin `3P + H + 1 + F`, only when sampling is on).
 
+mod capture;
 mod config;
 mod deps;
 mod device;
@@ -47,6 +48,7 @@ mod port;
 mod results;
 mod roce;
 
+pub use capture::{Capture, CapturedPacket, MAX_CAPTURED_PACKETS};
 pub use config::*;
 pub use deps::FlowDeps;
 pub use device::{Device, LinkFc};
@@ -191,6 +193,8 @@ pub struct Fabric {
     ib: Option<Box<IbState>>,
     /// RoCEv2 state, when the fabric is RoCEv2.
     roce: Option<Box<RoceState>>,
+    /// Packet capture of chosen ports (`capture.rs`), when asked for.
+    capture: Option<Box<Capture>>,
 }
 
 impl Fabric {
@@ -432,6 +436,7 @@ impl Fabric {
         let mut fabric = Fabric {
             ib,
             roce: None,
+            capture: None,
             dmodk_div,
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
@@ -602,6 +607,22 @@ impl Fabric {
         self.roce.as_deref().filter(|_| !self.cfg.lossy_network)
     }
 
+    /// Starts capturing what the ports `ports` transmit (at most `max_packets` records; call
+    /// before the run).
+    pub fn enable_capture(&mut self, ports: &[u32], max_packets: usize) {
+        self.capture = Some(Box::new(Capture::new(self.ports.len(), ports, max_packets)));
+    }
+
+    /// The packet capture, if [`Fabric::enable_capture`] was called.
+    pub fn capture(&self) -> Option<&Capture> {
+        self.capture.as_deref()
+    }
+
+    /// Whether the fabric's links are InfiniBand (else Ethernet or another native link).
+    pub fn is_infiniband(&self) -> bool {
+        self.ib.is_some()
+    }
+
     /// The endpoints' transport counters (ACK, NACK, go-back-N retransmissions and timeouts,
     /// receiver discards, control drops) wherever endpoints run queue pairs: a RoCEv2 fabric,
     /// and the base fabric with loss recovery.
@@ -628,6 +649,10 @@ impl Fabric {
         let port = &mut self.ports[p as usize];
         debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
         let wire = port.framing.wire_bytes(payload, wire);
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.record(now, p, self.packets.get(id), wire);
+        }
+        let port = &mut self.ports[p as usize];
         let done = now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate);
         port.busy_until = done;
         port.stats.packets_tx += 1;
@@ -709,6 +734,10 @@ impl Fabric {
         let port = &mut self.ports[p as usize];
         debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
         let wire = port.framing.wire_bytes(payload, wire);
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.record(now, p, self.packets.get(id), wire);
+        }
+        let port = &mut self.ports[p as usize];
         let done = (now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate)).max(upstream_tail);
         port.busy_until = done;
         port.stats.packets_tx += 1;

@@ -86,8 +86,10 @@ impl Fabric {
         let mtu = self.cfg.mtu_bytes as u64;
         let header = self.cfg.header_bytes;
         let hash = self.flow_hash_of(f);
-        let dst = self.flows[f as usize].dst;
+        let (dst, size) = (self.flows[f as usize].dst, self.flows[f as usize].size.0);
         let st = &mut self.flow_state[f as usize];
+        // Byte offset of this packet in its flow (RoCEv2 queue pairs overwrite it with theirs).
+        let offset = size - st.unsent_bytes;
         let payload = st.unsent_bytes.min(mtu) as u32;
         st.unsent_bytes -= payload as u64;
         let wire = payload + header;
@@ -109,6 +111,7 @@ impl Fabric {
             wire_bytes: wire,
             flow_hash: hash,
             sent_at: now,
+            aux: offset,
             vl,
             ..Packet::control()
         })

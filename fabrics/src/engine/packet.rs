@@ -43,7 +43,8 @@ pub struct Packet {
     /// When its last byte reaches the far end of the link it is on (cut-through switches
     /// cannot finish forwarding earlier).
     pub tail_at: SimTime,
-    /// Kind-specific payload: the FCCL of a flow-control packet.
+    /// Kind-specific payload: the FCCL of a flow-control packet; a data packet's byte offset
+    /// in its flow.
     pub aux: u64,
     /// The output port a switch routed it to (set on arrival at a switch).
     pub next_port: u32,
