@@ -198,6 +198,21 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     if !train_rows.is_empty() {
         summary.training = Some(train_rows);
     }
+    let stage_rows = crate::collective_stages::rows(&fabric, &collectives, &names);
+    if !stage_rows.is_empty() {
+        summary.collective_stages = Some(stage_rows);
+    }
+    let trace = loaded.scenario.output.trace.then(|| {
+        crate::trace::encode(
+            &fabric,
+            &topology,
+            &collectives,
+            &training,
+            &names,
+            crate::trace::MAX_TRACE_EVENTS,
+        )
+    });
+    summary.trace = trace.as_ref().map(|t| t.info.clone());
 
     let end = report.end;
     let mut files: Vec<(&str, Vec<u8>)> = vec![
@@ -244,6 +259,15 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     }
     if let Some(rows) = &summary.training {
         files.push(("training.csv", crate::training_report::csv(rows).into_bytes()));
+    }
+    if let Some(rows) = &summary.collective_stages {
+        files.push((
+            "collective_stages.csv",
+            crate::collective_stages::csv(rows).into_bytes(),
+        ));
+    }
+    if let Some(t) = trace {
+        files.push(("trace.json", t.json));
     }
     let out_err = |m: String| RunError::Output {
         path: out_dir.display().to_string(),

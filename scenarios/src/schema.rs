@@ -1215,6 +1215,10 @@ pub struct OutputSpec {
     /// Bound on the rows of both time-series files together; sampling stops there.
     #[serde(default = "default_sample_max_rows")]
     pub sample_max_rows: u64,
+    /// Write `trace.json` (Chrome Trace Event Format for ui.perfetto.dev: collective steps and
+    /// training steps per GPU; `trace.rs`). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
 }
 
 /// `[output] sample_ports`.
@@ -1243,6 +1247,7 @@ impl Default for OutputSpec {
             sample_ports: SamplePorts::default(),
             sample_port_ids: None,
             sample_max_rows: default_sample_max_rows(),
+            trace: false,
         }
     }
 }
