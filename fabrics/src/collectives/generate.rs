@@ -47,6 +47,12 @@
 //!   intra-server ring AllGather. A stage starts at a rank once the data it needs has arrived
 //!   there.
 //!
+//! Labels: every message carries its `step` (from 0: the ring step, the tree level counted
+//! up from the deepest sender then down from the root, the halving-doubling round including
+//! the pre- and post-steps, the NVLS phase 0..=3, the broadcast hop, the all-to-all shift minus
+//! one) and its hierarchical `stage`; they name trace slices and stage times and never change
+//! the DAG's timing.
+//!
 //! Reductions: with `reduce_rate` set, a message that carries freshly reduced data gets
 //! `gap = serialization_time(bytes reduced, reduce_rate)` (the `gamma` term of the cost model);
 //! the final local reduction of a standalone ReduceScatter moves no bytes and is not in the DAG.
@@ -927,6 +933,40 @@ mod tests {
                 .iter()
                 .all(|m| m.src / 4 == m.dst / 4 || m.src % 4 == m.dst % 4)
         );
+    }
+
+    #[test]
+    fn messages_carry_step_and_stage_labels() {
+        use crate::collectives::Stage;
+        let n = 5u32;
+        let d = mk(CollectiveKind::AllReduce, Algorithm::Ring, n, 5 * 1024);
+        // Ring: step s is the s-th group of n messages, one per rank.
+        for (i, m) in d.messages.iter().enumerate() {
+            assert_eq!(m.step, i as u32 / n, "message {i}");
+            assert_eq!(m.stage, Stage::Flat);
+        }
+        let d = mk(CollectiveKind::AllReduce, Algorithm::HalvingDoubling, 6, 6 * 1024);
+        let last = d.messages.iter().map(|m| m.step).max().unwrap();
+        assert_eq!(last, 1 + 2 * 2, "pre-step, 2 halvings, 2 doublings, post-step");
+        let d = mk(CollectiveKind::AllReduce, Algorithm::DoubleBinaryTree, 8, 8 * 1024);
+        assert!(d.messages.iter().all(|m| m.step < 2 * 3));
+        // Hierarchical: the three stages in generation order, each a ring's steps.
+        let d = mk(
+            CollectiveKind::AllReduce,
+            Algorithm::Hierarchical { gpus_per_server: 4 },
+            12,
+            12 * 1024,
+        );
+        let stages: Vec<Stage> = d.messages.iter().map(|m| m.stage).collect();
+        assert!(stages.is_sorted(), "stages in order");
+        for (st, want) in Stage::HIERARCHICAL.iter().zip([3u32, 4, 3]) {
+            let steps = d.messages.iter().filter(|m| m.stage == *st).map(|m| m.step).max();
+            assert_eq!(steps, Some(want - 1), "{st:?}");
+        }
+        // Inter-server messages cross servers; intra-server ones do not.
+        for m in &d.messages {
+            assert_eq!(m.stage == Stage::InterAllReduce, m.src / 4 != m.dst / 4);
+        }
     }
 
     #[test]
