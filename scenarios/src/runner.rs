@@ -209,7 +209,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             &collectives,
             &training,
             &names,
-            crate::trace::MAX_TRACE_EVENTS,
+            loaded.scenario.output.trace_max_events,
         )
     });
     summary.trace = trace.as_ref().map(|t| t.info.clone());

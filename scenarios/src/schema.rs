@@ -1219,6 +1219,21 @@ pub struct OutputSpec {
     /// training steps per GPU; `trace.rs`). Default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace: bool,
+    /// Most slice and flow events of `trace.json` (default `trace::MAX_TRACE_EVENTS`; left
+    /// out of `scenario.resolved.toml` at its default, so existing inputs resolve as before).
+    #[serde(
+        default = "default_trace_max_events",
+        skip_serializing_if = "is_default_trace_max_events"
+    )]
+    pub trace_max_events: u64,
+}
+
+fn default_trace_max_events() -> u64 {
+    crate::trace::MAX_TRACE_EVENTS
+}
+
+fn is_default_trace_max_events(n: &u64) -> bool {
+    *n == crate::trace::MAX_TRACE_EVENTS
 }
 
 /// `[output] sample_ports`.
@@ -1248,6 +1263,7 @@ impl Default for OutputSpec {
             sample_port_ids: None,
             sample_max_rows: default_sample_max_rows(),
             trace: false,
+            trace_max_events: default_trace_max_events(),
         }
     }
 }

@@ -27,8 +27,9 @@
 //! rank's slices of consecutive steps may overlap (the channels run out of step); the viewer
 //! then nests or stacks them.
 //!
-//! Size bound: at most [`MAX_TRACE_EVENTS`] slice and flow events; past it the remaining
-//! instances are left out, `summary.json` says so (`trace.truncated`) and a line is printed.
+//! Size bound: at most `[output] trace_max_events` (default [`MAX_TRACE_EVENTS`]) slice and
+//! flow events; an instance (or training step) that would pass it and everything after it are
+//! left out, `summary.json` says so (`trace.truncated`) and the terminal prints a WARNING.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,8 +42,11 @@ use serde::Serialize;
 
 use crate::build::TrainingRun;
 
-/// Most slice and flow events in one `trace.json` (about 200 bytes each: ~200 MB).
+/// Default bound on the slice and flow events of one `trace.json` (`[output]
+/// trace_max_events`; about 200 bytes each: ~200 MB).
 pub const MAX_TRACE_EVENTS: u64 = 1_000_000;
+/// Largest `[output] trace_max_events` (~2 GB of JSON).
+pub const MAX_TRACE_EVENTS_LIMIT: u64 = 10_000_000;
 
 /// What `summary.json` says about the trace.
 #[derive(Clone, Debug, Serialize, PartialEq)]

@@ -299,3 +299,34 @@ fn training_steps_get_compute_and_bucket_slices() {
             .any(|e| e["cat"] == "all_reduce" && e["pid"] != 0)
     );
 }
+
+#[test]
+fn the_event_limit_cuts_the_trace_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    // Per iteration 8 x 14 slices + 8 x 13 flows x 2 events = 320 events: 400 fit one.
+    let toml = RING.replace("trace = true", "trace = true\ntrace_max_events = 400");
+    let toml = toml.replace("sizes = [\"256KiB\"]", "sizes = [\"256KiB\"]\niterations = 2");
+    let stdout = run(&write(dir.path(), &toml), &out);
+    assert!(stdout.contains("WARNING: trace.json holds 1 of 2"), "{stdout}");
+    let sm = json(&out.join("summary.json"));
+    let t = &sm["trace"];
+    assert_eq!(t["truncated"], true);
+    assert_eq!(t["instances_written"], 1);
+    assert_eq!(t["instances"], 2);
+    assert_eq!(t["limit"], 400);
+    let trace = json(&out.join("trace.json"));
+    assert_eq!(trace["otherData"]["truncated"], true);
+    let timed = events(&trace).iter().filter(|e| e["ph"] != "M").count() as u64;
+    assert_eq!(timed, t["events"].as_u64().unwrap());
+    assert!(timed <= 400);
+    assert!(of_ph(&trace, "X").iter().all(|e| e["args"]["iteration"] == 0));
+    // Out of range: refused at its key.
+    let bad = write(
+        dir.path(),
+        &RING.replace("trace = true", "trace = true\ntrace_max_events = 0"),
+    );
+    let o = fabricsim(&["run", s(&bad), "--out", s(&dir.path().join("bad"))]);
+    assert_ne!(o.code, 0);
+    assert!(o.stderr.contains("trace_max_events"), "{o:?}");
+}
