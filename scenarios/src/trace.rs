@@ -47,6 +47,9 @@ use crate::build::TrainingRun;
 pub const MAX_TRACE_EVENTS: u64 = 1_000_000;
 /// Largest `[output] trace_max_events` (~2 GB of JSON).
 pub const MAX_TRACE_EVENTS_LIMIT: u64 = 10_000_000;
+/// The process of the training tracks (away from the servers' 1, 2, ...; 0 is avoided since
+/// trace viewers may treat it as the idle process).
+pub const TRAINING_PID: u32 = 1_000_000;
 
 /// What `summary.json` says about the trace.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -221,10 +224,12 @@ pub fn encode(
         ));
     }
     if !training_tracks.is_empty() {
-        meta.push(r#"{"ph":"M","name":"process_name","pid":0,"tid":0,"args":{"name":"training"}}"#.into());
+        meta.push(format!(
+            r#"{{"ph":"M","name":"process_name","pid":{TRAINING_PID},"tid":0,"args":{{"name":"training"}}}}"#
+        ));
         for (tid, name) in &training_tracks {
             meta.push(format!(
-                r#"{{"ph":"M","name":"thread_name","pid":0,"tid":{tid},"args":{{"name":{}}}}}"#,
+                r#"{{"ph":"M","name":"thread_name","pid":{TRAINING_PID},"tid":{tid},"args":{{"name":{}}}}}"#,
                 js(name)
             ));
         }
@@ -405,7 +410,8 @@ fn instance_events(
     true
 }
 
-/// A training workload's step, compute and bucket slices (process 0, tracks `base..base+3`).
+/// A training workload's step, compute and bucket slices ([`TRAINING_PID`], tracks
+/// `base..base+3`).
 fn training_events(w: &mut Writer, fabric: &Fabric, r: &TrainingRun, wname: &str, base: u32) -> bool {
     let recs = fabric.flow_records();
     let of = |i: usize| fabric.flow_of_input(i);
@@ -422,7 +428,7 @@ fn training_events(w: &mut Writer, fabric: &Fabric, r: &TrainingRun, wname: &str
         }
         let slice = |tid: u32, name: String, t0: u64, t1: u64, args: String| {
             format!(
-                r#"{{"ph":"X","name":{},"cat":"training","pid":0,"tid":{tid},"ts":{},"dur":{},"args":{{"workload":{},"step":{k}{args}}}}}"#,
+                r#"{{"ph":"X","name":{},"cat":"training","pid":{TRAINING_PID},"tid":{tid},"ts":{},"dur":{},"args":{{"workload":{},"step":{k}{args}}}}}"#,
                 js(&name),
                 us(t0),
                 us(t1 - t0),

@@ -296,7 +296,7 @@ fn training_steps_get_compute_and_bucket_slices() {
     assert!(
         of_ph(&trace, "X")
             .iter()
-            .any(|e| e["cat"] == "all_reduce" && e["pid"] != 0)
+            .any(|e| e["cat"] == "all_reduce" && e["pid"] != scenarios::trace::TRAINING_PID)
     );
 }
 
