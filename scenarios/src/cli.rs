@@ -263,6 +263,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                     if let Some(c) = &r.summary.collectives {
                         let _ = write!(out, "{}", crate::collective_report::table(c));
                     }
+                    if let Some(s) = &r.summary.collective_stages {
+                        let _ = write!(out, "{}", crate::collective_stages::table(s));
+                    }
+                    if let Some(t) = r.summary.trace.as_ref().filter(|t| t.truncated) {
+                        let _ = writeln!(
+                            out,
+                            "\nWARNING: trace.json holds {} of {} collective instances: the limit of {} events cut it",
+                            t.instances_written, t.instances, t.limit
+                        );
+                    }
                     if let Some(t) = &r.summary.training {
                         let _ = write!(out, "{}", crate::training_report::table(t));
                     }

@@ -49,7 +49,7 @@ pub struct CollectiveRow {
     pub busbw_gbytes_per_s: Option<f64>,
 }
 
-fn op_name(k: CollectiveKind) -> &'static str {
+pub(crate) fn op_name(k: CollectiveKind) -> &'static str {
     match k {
         CollectiveKind::AllReduce => "all_reduce",
         CollectiveKind::ReduceScatter => "reduce_scatter",

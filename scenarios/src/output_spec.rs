@@ -27,6 +27,16 @@ impl Loaded {
                 ));
             }
         }
+        if out.trace_max_events == 0 || out.trace_max_events > crate::trace::MAX_TRACE_EVENTS_LIMIT {
+            return Err(self.err(
+                "output.trace_max_events",
+                format!(
+                    "expected 1 to {} events, got {}",
+                    crate::trace::MAX_TRACE_EVENTS_LIMIT,
+                    out.trace_max_events
+                ),
+            ));
+        }
         if out.sample_max_rows == 0 || out.sample_max_rows > MAX_ROWS {
             return Err(self.err(
                 "output.sample_max_rows",

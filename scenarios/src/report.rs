@@ -56,6 +56,13 @@ pub struct Summary {
     /// Training-step workloads (`training_report.rs`); absent when there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<Vec<crate::training_report::TrainingRow>>,
+    /// Per-stage times of hierarchical collectives (`collective_stages.rs`); absent when
+    /// there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collective_stages: Option<Vec<crate::collective_stages::StageRow>>,
+    /// `trace.json` (`[output] trace`, `trace.rs`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceInfo>,
     /// The time series (`[output] sample`, `timeseries.rs`); absent without sampling.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<crate::timeseries::TimeseriesInfo>,
@@ -546,6 +553,8 @@ pub fn summarize(
             .unwrap_or_default(),
         collectives: None,
         training: None,
+        collective_stages: None,
+        trace: None,
         timeseries: None,
         pcap: None,
     }

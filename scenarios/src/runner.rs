@@ -250,6 +250,21 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     if !train_rows.is_empty() {
         summary.training = Some(train_rows);
     }
+    let stage_rows = crate::collective_stages::rows(&fabric, &collectives, &names);
+    if !stage_rows.is_empty() {
+        summary.collective_stages = Some(stage_rows);
+    }
+    let trace = loaded.scenario.output.trace.then(|| {
+        crate::trace::encode(
+            &fabric,
+            &topology,
+            &collectives,
+            &training,
+            &names,
+            loaded.scenario.output.trace_max_events,
+        )
+    });
+    summary.trace = trace.as_ref().map(|t| t.info.clone());
 
     // `[output] pcap`: one file per captured port (`pcap.rs`).
     let (pcap_names, pcap_bytes): (Vec<String>, Vec<Vec<u8>>) = match &loaded.scenario.output.pcap {
@@ -306,6 +321,15 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     }
     if let Some(rows) = &summary.training {
         files.push(("training.csv", crate::training_report::csv(rows).into_bytes()));
+    }
+    if let Some(rows) = &summary.collective_stages {
+        files.push((
+            "collective_stages.csv",
+            crate::collective_stages::csv(rows).into_bytes(),
+        ));
+    }
+    if let Some(t) = trace {
+        files.push(("trace.json", t.json));
     }
     let out_err = |m: String| RunError::Output {
         path: out_dir.display().to_string(),

@@ -1218,6 +1218,25 @@ pub struct OutputSpec {
     /// `[output] pcap`: pcap files of chosen ports (`pcap.rs`); absent: no capture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcap: Option<crate::pcap::PcapSpec>,
+    /// Write `trace.json` (Chrome Trace Event Format for ui.perfetto.dev: collective steps and
+    /// training steps per GPU; `trace.rs`). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
+    /// Most slice and flow events of `trace.json` (default `trace::MAX_TRACE_EVENTS`; left
+    /// out of `scenario.resolved.toml` at its default, so existing inputs resolve as before).
+    #[serde(
+        default = "default_trace_max_events",
+        skip_serializing_if = "is_default_trace_max_events"
+    )]
+    pub trace_max_events: u64,
+}
+
+fn default_trace_max_events() -> u64 {
+    crate::trace::MAX_TRACE_EVENTS
+}
+
+fn is_default_trace_max_events(n: &u64) -> bool {
+    *n == crate::trace::MAX_TRACE_EVENTS
 }
 
 /// `[output] sample_ports`.
@@ -1247,6 +1266,8 @@ impl Default for OutputSpec {
             sample_port_ids: None,
             sample_max_rows: default_sample_max_rows(),
             pcap: None,
+            trace: false,
+            trace_max_events: default_trace_max_events(),
         }
     }
 }

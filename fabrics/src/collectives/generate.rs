@@ -47,13 +47,19 @@
 //!   intra-server ring AllGather. A stage starts at a rank once the data it needs has arrived
 //!   there.
 //!
+//! Labels: every message carries its `step` (from 0: the ring step, the tree level counted
+//! up from the deepest sender then down from the root, the halving-doubling round including
+//! the pre- and post-steps, the NVLS phase 0..=3, the broadcast hop, the all-to-all shift minus
+//! one) and its hierarchical `stage`; they name trace slices and stage times and never change
+//! the DAG's timing.
+//!
 //! Reductions: with `reduce_rate` set, a message that carries freshly reduced data gets
 //! `gap = serialization_time(bytes reduced, reduce_rate)` (the `gamma` term of the cost model);
 //! the final local reduction of a standalone ReduceScatter moves no bytes and is not in the DAG.
 
 use sim_core::{BitsPerSec, Bytes, Duration, serialization_time};
 
-use super::{DagError, DagLimits, MAX_ENDPOINTS, Message, MessageDag};
+use super::{DagError, DagLimits, MAX_ENDPOINTS, Message, MessageDag, Stage};
 
 /// Chunks in flight per rank in the pipelined tree and NVLS generators: chunk `c` is sent only
 /// after chunk `c - PIPELINE_WINDOW` has completed at that rank (NCCL's send/receive slots;
@@ -167,6 +173,8 @@ pub fn generate(spec: &CollectiveSpec, limits: &DagLimits) -> Result<MessageDag,
         msgs: Vec::new(),
         limits: *limits,
         opts: *spec,
+        step: 0,
+        stage: Stage::Flat,
     };
     let ranks: Vec<u32> = (0..n).collect();
     let start = vec![Vec::new(); n as usize];
@@ -251,6 +259,9 @@ struct Builder {
     msgs: Vec<Message>,
     limits: DagLimits,
     opts: CollectiveSpec,
+    /// The labels [`Builder::push`] gives (set by the algorithms; never affect timing).
+    step: u32,
+    stage: Stage,
 }
 
 impl Builder {
@@ -277,6 +288,8 @@ impl Builder {
             deps,
             gap,
             channel: channel as u16,
+            step: self.step,
+            stage: self.stage,
         });
         Ok(idx as u32)
     }
@@ -356,6 +369,7 @@ fn ring(
     let mut cur = prev.clone();
     let mut done: Vec<Vec<u32>> = vec![Vec::new(); n];
     for s in 0..steps {
+        b.step = s as u32;
         for ch in 0..channels {
             for c in 0..chunks {
                 let base = (ch * chunks + c) * n;
@@ -447,6 +461,7 @@ fn double_binary_tree(
                 d
             })
             .collect();
+        let max_depth = depth.iter().copied().max().unwrap_or(0);
         let mut up_order: Vec<usize> = (0..n).filter(|&r| r != root).collect();
         up_order.sort_by_key(|&r| (std::cmp::Reverse(depth[r]), r));
         let mut down_order: Vec<usize> = (0..n).collect();
@@ -470,6 +485,8 @@ fn double_binary_tree(
                         b.reduce(size)
                     };
                     let p = parent[r].unwrap_or(0) as usize;
+                    // Tree levels: up from the deepest (level 0), then down from the root.
+                    b.step = max_depth - depth[r];
                     up[r] = b.push(ranks[r], ranks[p], size, deps, gap, ch as u32)?;
                 }
                 done[root].extend(children[root].iter().map(|&c| up[c]));
@@ -481,6 +498,7 @@ fn double_binary_tree(
                         } else {
                             (vec![down[r]], Duration::ZERO)
                         };
+                        b.step = max_depth + depth[r];
                         down[c] = b.push(ranks[r], ranks[c], size, deps, gap, ch as u32)?;
                         done[c].push(down[c]);
                     }
@@ -509,6 +527,9 @@ fn halving_doubling(b: &mut Builder, ranks: &[u32], bytes: u64, start: &[Vec<u32
             let blocks = split(piece, p as u32);
             let range_bytes = |lo: usize, hi: usize| blocks[lo..hi].iter().sum::<u64>();
             // Pre-step: odd ranks below 2*rem hand their buffer to the even neighbour.
+            // Rounds: the pre-step (when `rem > 0`), the halvings, the doublings, the post-step.
+            let pre_steps = u32::from(rem > 0);
+            b.step = 0;
             let mut pre = vec![u32::MAX; rem];
             for (v, slot) in pre.iter_mut().enumerate() {
                 let odd = 2 * v + 1;
@@ -539,6 +560,7 @@ fn halving_doubling(b: &mut Builder, ranks: &[u32], bytes: u64, start: &[Vec<u32
             };
             // Reduce-scatter by recursive halving.
             for i in 0..log_p {
+                b.step = pre_steps + i as u32;
                 let mask = p >> (i + 1);
                 let mut sent = vec![(u32::MAX, 0u64); p];
                 for v in 0..p {
@@ -567,6 +589,7 @@ fn halving_doubling(b: &mut Builder, ranks: &[u32], bytes: u64, start: &[Vec<u32
             }
             // All-gather by recursive doubling (reverse order of partners).
             for (k, i) in (0..log_p).rev().enumerate() {
+                b.step = pre_steps + (log_p + k) as u32;
                 let mask = p >> (i + 1);
                 let mut sent = vec![u32::MAX; p];
                 for v in 0..p {
@@ -589,6 +612,7 @@ fn halving_doubling(b: &mut Builder, ranks: &[u32], bytes: u64, start: &[Vec<u32
                 }
             }
             // Post-step: the result goes back to the odd ranks.
+            b.step = pre_steps + 2 * log_p as u32;
             for v in 0..rem {
                 let deps = vec![last_recv[v], last_send[v]];
                 let idx = b.push(ranks[2 * v], ranks[2 * v + 1], piece, deps, Duration::ZERO, ch32)?;
@@ -616,6 +640,7 @@ fn nvls(
             let shards = split(piece, n as u32);
             // 1. Every rank sends every shard to the switch (shard-major: shard 0 first), once
             //    its store of chunk c - WINDOW has left (flow control).
+            b.step = 0;
             let mut to_switch = vec![Vec::with_capacity(n); n];
             for (j, &sz) in shards.iter().enumerate() {
                 for r in 0..n {
@@ -628,17 +653,20 @@ fn nvls(
                 }
             }
             // 2. The switch returns reduced shard j to rank j.
+            b.step = 1;
             let mut reduced = vec![u32::MAX; n];
             for (j, &sz) in shards.iter().enumerate() {
                 let deps = std::mem::take(&mut to_switch[j]);
                 reduced[j] = b.push(switch, ranks[j], sz, deps, Duration::ZERO, ch32)?;
             }
             // 3. Rank j stores it to the multicast address; 4. the switch multicasts to all.
+            b.step = 2;
             let mut stored = vec![u32::MAX; n];
             for (j, &sz) in shards.iter().enumerate() {
                 stored[j] = b.push(ranks[j], switch, sz, vec![reduced[j]], Duration::ZERO, ch32)?;
             }
             stored_hist.push(stored.clone());
+            b.step = 3;
             for (j, &sz) in shards.iter().enumerate() {
                 for (d, slot) in done.iter_mut().enumerate() {
                     let idx = b.push(switch, ranks[d], sz, vec![stored[j]], Duration::ZERO, ch32)?;
@@ -663,7 +691,8 @@ fn broadcast_chain(
     for (ch, per_ch) in b.pieces(bytes, 1).into_iter().enumerate() {
         for &piece in &per_ch[0] {
             let mut prev: Option<u32> = None;
-            for w in order.windows(2) {
+            for (hop, w) in order.windows(2).enumerate() {
+                b.step = hop as u32;
                 let (from, to) = (w[0], w[1]);
                 let deps = with_start(&start[from], prev.as_slice());
                 let idx = b.push(ranks[from], ranks[to], piece, deps, Duration::ZERO, ch as u32)?;
@@ -682,6 +711,7 @@ fn alltoall(b: &mut Builder, ranks: &[u32], bytes: u64, start: &[Vec<u32>]) -> R
     let sizes = b.pieces(bytes, n as u32);
     let mut done: Vec<Vec<u32>> = vec![Vec::new(); n];
     for k in 1..n {
+        b.step = (k - 1) as u32;
         for (ch, per_ch) in sizes.iter().enumerate() {
             for c in 0..b.opts.chunks as usize {
                 for r in 0..n {
@@ -706,6 +736,7 @@ fn hierarchical(b: &mut Builder, n_servers: u32, gpus: u32, bytes: u64) -> Resul
     let (ns, g) = (n_servers as usize, gpus as usize);
     let rank = |s: usize, l: usize| (s * g + l) as u32;
     let mut after_rs: Vec<Vec<u32>> = vec![Vec::new(); ns * g];
+    b.stage = Stage::IntraReduceScatter;
     for s in 0..ns {
         let members: Vec<u32> = (0..g).map(|l| rank(s, l)).collect();
         let done = ring(b, &members, bytes, RingOp::ReduceScatter, &vec![Vec::new(); g], 1)?;
@@ -715,6 +746,7 @@ fn hierarchical(b: &mut Builder, n_servers: u32, gpus: u32, bytes: u64) -> Resul
     }
     let shard = split(bytes, gpus);
     let mut after_ar: Vec<Vec<u32>> = vec![Vec::new(); ns * g];
+    b.stage = Stage::InterAllReduce;
     for (l, &shard_bytes) in shard.iter().enumerate() {
         let members: Vec<u32> = (0..ns).map(|s| rank(s, l)).collect();
         let start: Vec<Vec<u32>> = (0..ns).map(|s| after_rs[s * g + l].clone()).collect();
@@ -723,6 +755,7 @@ fn hierarchical(b: &mut Builder, n_servers: u32, gpus: u32, bytes: u64) -> Resul
             after_ar[s * g + l] = d;
         }
     }
+    b.stage = Stage::IntraAllGather;
     for s in 0..ns {
         let members: Vec<u32> = (0..g).map(|l| rank(s, l)).collect();
         ring(b, &members, bytes, RingOp::AllGather, &after_ar[s * g..(s + 1) * g], 1)?;
@@ -900,6 +933,40 @@ mod tests {
                 .iter()
                 .all(|m| m.src / 4 == m.dst / 4 || m.src % 4 == m.dst % 4)
         );
+    }
+
+    #[test]
+    fn messages_carry_step_and_stage_labels() {
+        use crate::collectives::Stage;
+        let n = 5u32;
+        let d = mk(CollectiveKind::AllReduce, Algorithm::Ring, n, 5 * 1024);
+        // Ring: step s is the s-th group of n messages, one per rank.
+        for (i, m) in d.messages.iter().enumerate() {
+            assert_eq!(m.step, i as u32 / n, "message {i}");
+            assert_eq!(m.stage, Stage::Flat);
+        }
+        let d = mk(CollectiveKind::AllReduce, Algorithm::HalvingDoubling, 6, 6 * 1024);
+        let last = d.messages.iter().map(|m| m.step).max().unwrap();
+        assert_eq!(last, 1 + 2 * 2, "pre-step, 2 halvings, 2 doublings, post-step");
+        let d = mk(CollectiveKind::AllReduce, Algorithm::DoubleBinaryTree, 8, 8 * 1024);
+        assert!(d.messages.iter().all(|m| m.step < 2 * 3));
+        // Hierarchical: the three stages in generation order, each a ring's steps.
+        let d = mk(
+            CollectiveKind::AllReduce,
+            Algorithm::Hierarchical { gpus_per_server: 4 },
+            12,
+            12 * 1024,
+        );
+        let stages: Vec<Stage> = d.messages.iter().map(|m| m.stage).collect();
+        assert!(stages.is_sorted(), "stages in order");
+        for (st, want) in Stage::HIERARCHICAL.iter().zip([3u32, 4, 3]) {
+            let steps = d.messages.iter().filter(|m| m.stage == *st).map(|m| m.step).max();
+            assert_eq!(steps, Some(want - 1), "{st:?}");
+        }
+        // Inter-server messages cross servers; intra-server ones do not.
+        for m in &d.messages {
+            assert_eq!(m.stage == Stage::InterAllReduce, m.src / 4 != m.dst / 4);
+        }
     }
 
     #[test]

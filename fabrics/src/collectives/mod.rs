@@ -63,6 +63,41 @@ pub struct Message {
     pub gap: Duration,
     /// The channel (NCCL's parallel rings/trees; the engine may map it to a flow id / QP).
     pub channel: u16,
+    /// The algorithm step this message belongs to, from 0 within its [`Stage`] (a ring
+    /// step, a tree level, a halving-doubling round, an NVLS phase; see
+    /// [`mod@generate`]). A label for reports and traces: it never changes timing.
+    pub step: u32,
+    /// The stage of a hierarchical collective ([`Stage::Flat`] for the others).
+    pub stage: Stage,
+}
+
+/// Which stage of a collective a message belongs to (a label; see [`Message::step`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Stage {
+    /// A single-stage algorithm.
+    #[default]
+    Flat,
+    /// Hierarchical: the intra-server ring ReduceScatter.
+    IntraReduceScatter,
+    /// Hierarchical: the inter-server ring AllReduce of each shard.
+    InterAllReduce,
+    /// Hierarchical: the intra-server ring AllGather.
+    IntraAllGather,
+}
+
+impl Stage {
+    /// The hierarchical stages in execution order.
+    pub const HIERARCHICAL: [Stage; 3] = [Stage::IntraReduceScatter, Stage::InterAllReduce, Stage::IntraAllGather];
+
+    /// A short name for tables and trace slices (`""` for [`Stage::Flat`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Flat => "",
+            Stage::IntraReduceScatter => "intra_reduce_scatter",
+            Stage::InterAllReduce => "inter_all_reduce",
+            Stage::IntraAllGather => "intra_all_gather",
+        }
+    }
 }
 
 /// Resource limits on a DAG.
@@ -300,6 +335,8 @@ mod tests {
             deps,
             gap: Duration::ZERO,
             channel: 0,
+            step: 0,
+            stage: Stage::Flat,
         }
     }
 
