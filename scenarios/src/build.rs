@@ -1706,6 +1706,9 @@ impl Loaded {
     ) -> Result<Vec<u32>, ScenarioError> {
         match (list, n) {
             (Some(list), None) => {
+                if list.is_empty() {
+                    return Err(self.err(&format!("{field}.{list_key}"), "expected at least one host"));
+                }
                 if let Some((j, &h)) = list.iter().enumerate().find(|&(_, &h)| h >= n_hosts) {
                     return Err(self.err(
                         &format!("{field}.{list_key}[{j}]"),
@@ -1864,6 +1867,12 @@ impl Loaded {
                                 "expected 1..={} requests per client, got {requests}",
                                 MAX_ITERATIONS * 1000
                             ),
+                        ));
+                    }
+                    if response_size.is_some_and(|s| s.get().get() == 0) {
+                        return Err(self.err(
+                            &format!("{field}.response_size"),
+                            "expected a size > 0 (leave response_size out for requests without a response)",
                         ));
                     }
                     let think = think_time.map_or(Duration::ZERO, |t| t.get());

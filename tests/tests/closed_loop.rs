@@ -162,6 +162,12 @@ fn bad_closed_loop_is_refused_with_its_key() {
         ("requests = 3", "requests = 0", "workload[0].requests"),
         ("n_clients = 2", "n_clients = 2\nclients = [1]", "workload[0]"),
         ("n_clients = 2", "n_clients = 3", "workload[0].n_clients"),
+        ("n_clients = 2", "clients = []", "workload[0].clients"),
+        (
+            "response_size = \"8000B\"",
+            "response_size = \"0B\"",
+            "workload[0].response_size",
+        ),
     ] {
         let bad = dir.path().join("bad.toml");
         std::fs::write(&bad, text.replace(from, to)).unwrap();

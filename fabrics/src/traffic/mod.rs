@@ -103,7 +103,7 @@ pub enum TrafficError {
     SelfFlow { what: String, host: u32 },
     /// `what` has size 0 bytes.
     ZeroSize { what: String },
-    /// An incast lists no sender.
+    /// An incast (or a closed loop) lists no sender (client).
     NoSenders,
     /// An incast lists sender `host` twice.
     DuplicateSender { host: u32 },
@@ -153,7 +153,7 @@ impl fmt::Display for TrafficError {
                 )
             }
             ZeroSize { what } => write!(f, "{what} has size 0 bytes; flows must carry at least 1 byte"),
-            NoSenders => write!(f, "incast needs at least one sender, got none"),
+            NoSenders => write!(f, "an incast or closed loop needs at least one sender, got none"),
             DuplicateSender { host } => write!(f, "incast lists sender {host} more than once"),
             InvalidLoad { load } => write!(f, "load must be a number in (0, 1], got {load}"),
             ZeroRate => write!(f, "host rate must be positive, got 0 b/s"),
