@@ -39,7 +39,7 @@ pub mod time;
 pub use pipe::Pipe;
 pub use queue::{EventQueue, HeapQueue, WheelQueue};
 pub use rng::{RngStreams, SimRng};
-pub use run::{Model, Progress, RunLimits, RunOutcome, RunReport, Stopwatch, run};
+pub use run::{Model, PREFETCH_AHEAD, Progress, RunLimits, RunOutcome, RunReport, Stopwatch, run};
 pub use sched::{Origin, Scheduler};
 pub use stats::{Counter, LatencyHistogram, TimeWeightedGauge};
 pub use time::{BitsPerSec, Bytes, Duration, SimTime, bytes_in, serialization_time};

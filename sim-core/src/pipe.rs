@@ -61,6 +61,12 @@ impl<T> Pipe<T> {
         self.ring.front().map(|&(t, _)| t)
     }
 
+    /// The current head, if any (for prefetching: the item the next arrival hands over).
+    #[inline]
+    pub fn head(&self) -> Option<&T> {
+        self.ring.front().map(|(_, item)| item)
+    }
+
     /// Arrival time of the newest item, if any: the earliest an item pushed now may arrive.
     #[inline]
     pub fn tail_time(&self) -> Option<SimTime> {

@@ -22,12 +22,17 @@ pub trait Model {
         false
     }
 
-    /// A hint before `handle`: `next` is likely the event after the one being handled and
-    /// `after` the one after that. A model may prefetch their state into the cache; it must
-    /// not change anything (the hint can be wrong).
+    /// A hint before `handle`: `upcoming[k]` is likely the event `k + 1` pops after the one
+    /// being handled. A model may bring their state into the cache, the farthest first in
+    /// the line of what each needs (a software pipeline: what event `k + 1` reads first was
+    /// asked for when it was `k + 2` ahead); it must not change anything (the hint can be
+    /// wrong).
     #[inline]
-    fn prefetch(&self, _next: Option<&Self::Event>, _after: Option<&Self::Event>) {}
+    fn prefetch(&self, _upcoming: [Option<&Self::Event>; PREFETCH_AHEAD]) {}
 }
+
+/// How many upcoming events [`Model::prefetch`] sees.
+pub const PREFETCH_AHEAD: usize = 3;
 
 /// Limits of one run. `None` means unlimited for that budget.
 #[derive(Clone, Debug)]
@@ -151,7 +156,7 @@ where
             sched.advance_to(end_time);
             break RunOutcome::EndTime;
         };
-        model.prefetch(sched.peek_ahead(0), sched.peek_ahead(1));
+        model.prefetch(std::array::from_fn(|k| sched.peek_ahead(k)));
         model.handle(sched, ev);
         events += 1;
         if model.finished() {

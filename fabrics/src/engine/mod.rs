@@ -786,6 +786,14 @@ impl Fabric {
         device.arrive(self, s, p, id);
     }
 
+    /// The packet at the head of port `p`'s pipe (for prefetching: a stale hint may name
+    /// another port's or a freed slot, never out of bounds).
+    #[inline]
+    fn pipe_head_packet(&self, p: u32) -> Option<&Packet> {
+        let id = *self.ports.get(p as usize)?.pipe.head()?;
+        self.packets.slots_get(id)
+    }
+
     /// The egress port switch `node` sends a packet to `dst` on: one of the next hops, chosen
     /// by [`EngineConfig::route_pick`] (ECMP hash with the switch's own seed by default).
     #[inline]
@@ -1061,18 +1069,31 @@ impl Model for Fabric {
         }
     }
 
-    /// Brings the port of the event after next into the cache while this one is handled (the
-    /// next one's was asked for during the previous event): at scale the per-port state is far
-    /// larger than the caches and nearly every hop starts with a miss on its port
-    /// (`docs/performance.md`).
+    /// Brings the state of the next events into the cache while this one is handled, as a
+    /// software pipeline (at scale the per-port state and the packets are far larger than the
+    /// caches and nearly every hop starts with misses, `docs/performance.md`): three events
+    /// ahead, the hot lines of its port; two ahead, for an arrival, its pipe's head slot
+    /// (whose port line came in one event earlier); one ahead, the packet that slot names.
+    /// Each stage reads only what the stage before asked for, so no stage waits on a miss.
+    /// The loads start now and overlap with this event's work (no prefetch intrinsic: the
+    /// workspace has no unsafe code). A fourth stage that routed the packet to prefetch its
+    /// egress port cost more than it saved (session 8, `docs/performance.md`).
     #[inline]
-    fn prefetch(&self, next: Option<&Ev>, after: Option<&Ev>) {
-        if let Some(Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p)) = after.or(next)
+    fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
+        if let Some(Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p)) = upcoming[2]
             && let Some(port) = self.ports.get(*p as usize)
         {
-            // Touch both hot lines (`Port`'s layout): the loads start now and overlap with
-            // this event's work (no prefetch intrinsic: the workspace has no unsafe code).
-            std::hint::black_box((port.busy_until, port.queued_bytes));
+            std::hint::black_box((port.busy_until, port.queued_bytes, port.stats.queue_bytes.max()));
+        }
+        if let Some(Ev::Arrive(p)) = upcoming[1]
+            && let Some(port) = self.ports.get(*p as usize)
+        {
+            std::hint::black_box(port.pipe.head().copied());
+        }
+        if let Some(Ev::Arrive(p)) = upcoming[0]
+            && let Some(pkt) = self.pipe_head_packet(*p)
+        {
+            std::hint::black_box(pkt.flow_hash);
         }
     }
 

@@ -123,6 +123,12 @@ impl PacketArena {
         &mut self.slots[id as usize]
     }
 
+    /// Slot `id`, if it exists (free or not): for prefetching, which may name a stale id.
+    #[inline]
+    pub fn slots_get(&self, id: u32) -> Option<&Packet> {
+        self.slots.get(id as usize)
+    }
+
     /// Packets allocated and not yet freed.
     pub fn live(&self) -> u32 {
         self.live
