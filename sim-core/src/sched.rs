@@ -65,24 +65,22 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
     ///
     /// Panics if `at` is earlier than `now` (a model bug: the past cannot change) or if
     /// `origin` is out of range.
-    #[inline]
+    // Always inlined: every event goes through here, and a call would spill registers on
+    // both sides; the panics live in cold functions so the inlined body stays a few
+    // instructions (session 8, `docs/performance.md`).
+    #[inline(always)]
     pub fn schedule(&mut self, at: SimTime, origin: Origin, ev: E) {
         if at < self.now {
-            panic!(
-                "scheduling into the past: event for {at} from origin {} while now is {}",
-                origin.0, self.now
-            );
+            scheduled_in_the_past(at, origin, self.now);
         }
-        let slot = match self.next_seq.get_mut(origin.0 as usize) {
-            Some(s) => s,
-            None => panic!(
-                "origin {} out of range (scheduler built for {} origins)",
-                origin.0,
-                self.next_seq.len()
-            ),
+        let n_origins = self.next_seq.len();
+        let Some(slot) = self.next_seq.get_mut(origin.0 as usize) else {
+            origin_out_of_range(origin, n_origins);
         };
         let seq = *slot;
-        assert!(seq < (1 << SEQ_BITS), "origin {} scheduled 2^40 events", origin.0);
+        if seq >= 1 << SEQ_BITS {
+            sequence_exhausted(origin);
+        }
         *slot = seq + 1;
         self.queue.push(Entry {
             key: Key::new(at, origin.0, seq),
@@ -108,7 +106,7 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
     }
 
     /// Removes the next event only if its time is at or before `limit`.
-    #[inline]
+    #[inline(always)]
     pub fn pop_until(&mut self, limit: SimTime) -> Option<E> {
         let e = self.queue.pop()?;
         if e.key.time > limit {
@@ -127,6 +125,30 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
             self.now = t;
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn scheduled_in_the_past(at: SimTime, origin: Origin, now: SimTime) -> ! {
+    panic!(
+        "scheduling into the past: event for {at} from origin {} while now is {now}",
+        origin.0
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn origin_out_of_range(origin: Origin, n_origins: usize) -> ! {
+    panic!(
+        "origin {} out of range (scheduler built for {n_origins} origins)",
+        origin.0
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn sequence_exhausted(origin: Origin) -> ! {
+    panic!("origin {} scheduled 2^40 events", origin.0)
 }
 
 #[cfg(test)]

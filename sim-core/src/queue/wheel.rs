@@ -99,7 +99,7 @@ impl<E> WheelQueue<E> {
     }
 
     /// Puts an entry where the invariants on `cur` say it belongs.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, m: MinFirst<E>) {
         let slot = slot_of(m.0.key);
         if slot <= self.cur {
@@ -183,13 +183,13 @@ impl<E> WheelQueue<E> {
 }
 
 impl<E> EventQueue<E> for WheelQueue<E> {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, entry: Entry<E>) {
         self.len += 1;
         self.place(MinFirst(entry));
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<Entry<E>> {
         if self.current.is_empty() && self.late.is_empty() && !self.advance() {
             return None;
