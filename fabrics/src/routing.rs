@@ -17,13 +17,16 @@
 //! Next-hop sets are deduplicated into *groups* (a fat-tree of any size has only about `2k`
 //! distinct sets) stored in CSR form: group `g` is `group_ports[group_offsets[g] ..
 //! group_offsets[g + 1]]`, a port being an index into [`Topology::ports`] of the node. The
-//! table maps `(switch, leaf)` to a group id: `table[switch_row[node] * n_leaves + leaf_idx]`.
-//! Group 0 is the empty set (no route: the leaf itself, or unreachable).
+//! table maps `(switch, leaf)` to a group id: `table[leaf_col[leaf_idx] * n_rows +
+//! switch_row[node]]`, column by column (a build fills one destination's column at a time:
+//! row-major, its writes strode a page apart and took 57 % of a large cluster's build). Group 0 is the empty set (no route: the leaf itself, or unreachable).
 //!
-//! Deviation from a plain `[node * n_leaves + leaf]` table: rows exist only for switches
-//! (`switch_row[node]`, `u32::MAX` for hosts), because a host's answer is always port 0.
-//! Memory is `4 * n_switches * n_leaves` bytes plus small arrays: 2.6 MB for a k=32 fat-tree
-//! (1280 switches x 512 leaves) instead of 19 MB, 13 MB instead of 140 MB for k=48.
+//! Deviations from a plain `[node * n_leaves + leaf]` table: rows exist only for switches
+//! (`switch_row[node]`, `u32::MAX` for hosts), because a host's answer is always port 0; and
+//! columns exist only for the leaves the build was asked to route to ([`Destinations`]: a
+//! scenario's flows reach a few of a large cluster's 4,096 GPU hubs). Memory is
+//! `4 * n_switches * n_cols` bytes plus small arrays: 2.6 MB for a k=32 fat-tree with every
+//! leaf (1280 switches x 512 leaves) instead of 19 MB, 13 MB instead of 140 MB for k=48.
 //!
 //! ## ECMP selection
 //! [`ecmp_pick`] models hash-threshold selection (RFC 2992, "Analysis of an Equal-Cost
@@ -52,6 +55,8 @@ use crate::topology::{Topology, TopologyError};
 const NOT_A_SWITCH: u32 = u32::MAX;
 /// `host_leaf` of a host cabled straight to another host (it has no leaf switch).
 pub const NO_LEAF: u32 = u32::MAX;
+/// `leaf_col` of a leaf that has no column (no route was computed towards it).
+const NO_COLUMN: u32 = u32::MAX;
 /// A host's only port.
 static HOST_PORT: [u16; 1] = [0];
 /// How many destination leaves a cancellable route build computes between two questions to its
@@ -67,6 +72,58 @@ enum Policy {
     UpDown,
 }
 
+/// Which destinations a build computes routes towards.
+///
+/// A route table has one column per destination leaf, and building it costs one BFS over
+/// the switches per column: on a 512-server GPU cluster (4,096 GPU hubs as leaves, 13,000
+/// forwarding nodes) all of them take 220 MB and 10 s. A run needs routes only towards the
+/// hosts its packets go to, its flows' sources (for ACKs and CNPs) and destinations, so the
+/// scenario builder asks for those (issue 15: `validate` of a large cluster in seconds).
+#[derive(Clone, Copy, Debug)]
+pub enum Destinations<'a> {
+    /// Every host of the topology.
+    All,
+    /// These hosts (indices, any order, repeats allowed); packets to any other host find no
+    /// route ([`Routes::next_hops`] is empty there).
+    Hosts(&'a [u32]),
+}
+
+impl Destinations<'_> {
+    /// Per leaf switch of `topo` (in [`Topology::leaves`] order): whether a route leads to it.
+    fn leaf_mask(&self, topo: &Topology) -> Vec<bool> {
+        let leaves = topo.leaves();
+        let hosts = match self {
+            Destinations::All => return vec![true; leaves.len()],
+            Destinations::Hosts(h) => h,
+        };
+        let mut leaf_idx = vec![u32::MAX; topo.n_nodes()];
+        for (i, l) in leaves.iter().enumerate() {
+            leaf_idx[l.index()] = i as u32;
+        }
+        let mut mask = vec![false; leaves.len()];
+        for &h in hosts.iter() {
+            let Some(&node) = topo.hosts.get(h as usize) else {
+                continue;
+            };
+            // A host has one link (`Topology::validate`); its far end is its leaf unless it
+            // is another host.
+            if let Some((_, leaf)) = topo.ports(node).first()
+                && let Some(&i) = leaf_idx.get(leaf.index())
+                && i != u32::MAX
+            {
+                mask[i as usize] = true;
+            }
+        }
+        mask
+    }
+
+    /// Number of leaf switches routes lead to: the route table's columns (for a memory
+    /// estimate before building).
+    pub fn n_leaves(&self, topo: &Topology) -> usize {
+        self.leaf_mask(topo).iter().filter(|&&b| b).count()
+    }
+}
+
 /// Frozen ECMP routing tables (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Routes {
@@ -75,7 +132,14 @@ pub struct Routes {
     leaf_node: Vec<u32>,
     /// Node index -> row in `table`, `NOT_A_SWITCH` for hosts.
     switch_row: Vec<u32>,
-    /// `[row * n_leaves + leaf_idx]` -> group id.
+    /// Leaf index -> column of `table`, `NO_COLUMN` for a leaf no route leads to (a build
+    /// for some destinations only: [`Destinations::Hosts`]).
+    leaf_col: Vec<u32>,
+    /// Columns of `table`: the leaves routed to.
+    n_cols: usize,
+    /// Rows of `table`: the forwarding nodes.
+    n_rows: usize,
+    /// `[leaf_col[leaf_idx] * n_rows + row]` -> group id.
     table: Vec<u32>,
     /// CSR offsets of the groups (`n_groups + 1` entries).
     group_offsets: Vec<u32>,
@@ -101,25 +165,35 @@ impl Routes {
 
     /// Computes shortest-path ECMP routes, or says why the topology cannot be routed.
     pub fn try_ecmp(topo: &Topology) -> Result<Routes, TopologyError> {
-        Routes::build(topo, Policy::ShortestPath, None, &|| false).map(Routes::not_stopped)
+        Routes::build(topo, Policy::ShortestPath, None, Destinations::All, &|| false).map(Routes::not_stopped)
     }
 
     /// [`Routes::try_ecmp`] that gives up (`Ok(None)`) as soon as `stop` says so: it is asked
     /// every [`STOP_CHECK_LEAVES`] destination leaves, so a wall-clock budget or an interrupt
     /// can end the build of a large fabric (one BFS per leaf) within a fraction of a second.
-    pub fn try_ecmp_until(topo: &Topology, stop: &dyn Fn() -> bool) -> Result<Option<Routes>, TopologyError> {
-        Routes::build(topo, Policy::ShortestPath, None, stop)
+    /// Only towards `dests`.
+    pub fn try_ecmp_until(
+        topo: &Topology,
+        dests: Destinations,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Routes>, TopologyError> {
+        Routes::build(topo, Policy::ShortestPath, None, dests, stop)
     }
 
-    /// [`Routes::try_updown`] that gives up as [`Routes::try_ecmp_until`] does.
-    pub fn try_updown_until(topo: &Topology, stop: &dyn Fn() -> bool) -> Result<Option<Routes>, TopologyError> {
-        Routes::build(topo, Policy::UpDown, None, stop)
+    /// [`Routes::try_updown`] that gives up as [`Routes::try_ecmp_until`] does, towards `dests`.
+    pub fn try_updown_until(
+        topo: &Topology,
+        dests: Destinations,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Routes>, TopologyError> {
+        Routes::build(topo, Policy::UpDown, None, dests, stop)
     }
 
-    /// [`Routes::try_tree`] that gives up as [`Routes::try_ecmp_until`] does.
+    /// [`Routes::try_tree`] that gives up as [`Routes::try_ecmp_until`] does, towards `dests`.
     pub fn try_tree_until(
         topo: &Topology,
         tree: &stp::SpanningTree,
+        dests: Destinations,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Routes>, TopologyError> {
         assert_eq!(
@@ -127,7 +201,7 @@ impl Routes {
             topo.n_links(),
             "Routes::try_tree_until: the tree of another topology"
         );
-        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding), stop)
+        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding), dests, stop)
     }
 
     fn not_stopped(r: Option<Routes>) -> Routes {
@@ -144,7 +218,14 @@ impl Routes {
             topo.n_links(),
             "Routes::try_tree: the tree of another topology"
         );
-        Routes::build(topo, Policy::ShortestPath, Some(&tree.forwarding), &|| false).map(Routes::not_stopped)
+        Routes::build(
+            topo,
+            Policy::ShortestPath,
+            Some(&tree.forwarding),
+            Destinations::All,
+            &|| false,
+        )
+        .map(Routes::not_stopped)
     }
 
     /// Computes up*/down* routes (opensm `updn`, `models.md` §1.7): switches are ranked by
@@ -157,7 +238,7 @@ impl Routes {
     /// leaf-spines these are exactly the shortest paths; on rings and meshes they avoid the
     /// cycle at the price of longer paths.
     pub fn try_updown(topo: &Topology) -> Result<Routes, TopologyError> {
-        Routes::build(topo, Policy::UpDown, None, &|| false).map(Routes::not_stopped)
+        Routes::build(topo, Policy::UpDown, None, Destinations::All, &|| false).map(Routes::not_stopped)
     }
 
     /// `forwarding`: links (by edge index) that may carry routes; `None` = all. `Ok(None)`:
@@ -166,6 +247,7 @@ impl Routes {
         topo: &Topology,
         policy: Policy,
         forwarding: Option<&[bool]>,
+        dests: Destinations,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<Routes>, TopologyError> {
         topo.validate()?;
@@ -244,7 +326,14 @@ impl Routes {
         let mut group_offsets: Vec<u32> = vec![0, 0];
         let mut group_ports: Vec<u16> = Vec::new();
         groups.insert(Vec::new(), 0);
-        let mut table = vec![0u32; n_switches * n_leaves];
+        let routed = dests.leaf_mask(topo);
+        let mut leaf_col = vec![NO_COLUMN; n_leaves];
+        let mut n_cols = 0usize;
+        for (li, _) in routed.iter().enumerate().filter(|(_, r)| **r) {
+            leaf_col[li] = n_cols as u32;
+            n_cols += 1;
+        }
+        let mut table = vec![0u32; n_switches * n_cols];
         let mut dist = vec![u32::MAX; n_switches];
         // up*/down*: the order key of every switch (BFS rank from the root set, then row).
         let key: Vec<(u32, u32)> = match policy {
@@ -283,10 +372,12 @@ impl Routes {
         let mut queue: VecDeque<u32> = VecDeque::with_capacity(n_switches);
         let mut order: Vec<u32> = Vec::with_capacity(n_switches);
         let mut scratch: Vec<u16> = Vec::new();
-        for (li, &l) in leaf_node.iter().enumerate() {
-            if li % STOP_CHECK_LEAVES == STOP_CHECK_LEAVES - 1 && stop() {
+        let routed_leaves = leaf_node.iter().enumerate().filter(|&(li, _)| routed[li]);
+        for (done, (li, &l)) in routed_leaves.enumerate() {
+            if done % STOP_CHECK_LEAVES == STOP_CHECK_LEAVES - 1 && stop() {
                 return Ok(None);
             }
+            let col = leaf_col[li] as usize;
             let l = switch_row[l as usize];
             dist.fill(u32::MAX);
             dist[l as usize] = 0;
@@ -355,8 +446,10 @@ impl Routes {
                     }
                 }
                 let last = last_gid[u] as usize;
-                let gid = if group_ports[group_offsets[last] as usize..group_offsets[last + 1] as usize] == scratch[..]
-                {
+                let prev = &group_ports[group_offsets[last] as usize..group_offsets[last + 1] as usize];
+                // Element by element: the sets are a few ports, and a `memcmp` call per
+                // (switch, leaf) was 40 % of a large cluster's build.
+                let gid = if prev.len() == scratch.len() && prev.iter().zip(&scratch).all(|(a, b)| a == b) {
                     last as u32
                 } else if let Some(&g) = groups.get(scratch.as_slice()) {
                     g
@@ -368,7 +461,7 @@ impl Routes {
                     g
                 };
                 last_gid[u] = gid;
-                table[u * n_leaves + li] = gid;
+                table[col * n_switches + u] = gid;
             }
         }
         group_offsets.shrink_to_fit();
@@ -377,6 +470,9 @@ impl Routes {
             n_leaves,
             leaf_node,
             switch_row,
+            leaf_col,
+            n_cols,
+            n_rows: n_switches,
             table,
             group_offsets,
             group_ports,
@@ -401,7 +497,11 @@ impl Routes {
         if row == NOT_A_SWITCH {
             return &HOST_PORT;
         }
-        let g = self.table[row as usize * self.n_leaves + leaf as usize] as usize;
+        let col = self.leaf_col[leaf as usize];
+        if col == NO_COLUMN {
+            return &[]; // not a destination of this build (`Destinations::Hosts`)
+        }
+        let g = self.table[col as usize * self.n_rows + row as usize] as usize;
         &self.group_ports[self.group_offsets[g] as usize..self.group_offsets[g + 1] as usize]
     }
 
@@ -418,10 +518,12 @@ impl Routes {
         );
         let row = self.switch_row[node as usize];
         assert!(row != NOT_A_SWITCH, "node {node} is not a switch");
+        let col = self.leaf_col[leaf as usize];
+        assert!(col != NO_COLUMN, "host {dst_host} is not a destination of these routes");
         let g = self.group_offsets.len() as u32 - 1;
         self.group_ports.extend_from_slice(ports);
         self.group_offsets.push(self.group_ports.len() as u32);
-        self.table[row as usize * self.n_leaves + leaf as usize] = g;
+        self.table[col as usize * self.n_rows + row as usize] = g;
     }
 
     /// At switch `node`, narrows every next-hop set that contains a port with `prefer[port]`
@@ -432,8 +534,8 @@ impl Routes {
         let row = self.switch_row[node as usize];
         assert!(row != NOT_A_SWITCH, "node {node} is not a switch");
         let mut narrowed: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
-        for leaf in 0..self.n_leaves {
-            let cell = row as usize * self.n_leaves + leaf;
+        for col in 0..self.n_cols {
+            let cell = col * self.n_rows + row as usize;
             let g = self.table[cell];
             let new = *narrowed.entry(g).or_insert_with(|| {
                 let ports = &self.group_ports
@@ -470,6 +572,12 @@ impl Routes {
         self.host_leaf[host as usize]
     }
 
+    /// Number of leaf switches routes lead to (the table's columns): every leaf, or those of
+    /// the hosts the build was asked for ([`Destinations`]).
+    pub fn n_routed_leaves(&self) -> usize {
+        self.n_cols
+    }
+
     /// Number of distinct next-hop groups (including the empty group 0).
     pub fn n_groups(&self) -> usize {
         self.group_offsets.len() - 1
@@ -483,6 +591,7 @@ impl Routes {
         std::mem::size_of::<Self>()
             + vb(&self.leaf_node)
             + vb(&self.switch_row)
+            + vb(&self.leaf_col)
             + vb(&self.table)
             + vb(&self.group_offsets)
             + vb(&self.group_ports)
@@ -702,7 +811,9 @@ mod tests {
             asked.set(asked.get() + 1);
             false
         };
-        let full = Routes::try_ecmp_until(&t, &never).unwrap().expect("never stopped");
+        let full = Routes::try_ecmp_until(&t, Destinations::All, &never)
+            .unwrap()
+            .expect("never stopped");
         assert_eq!(full, Routes::ecmp(&t));
         assert_eq!(asked.get(), leaves / STOP_CHECK_LEAVES);
         asked.set(0);
@@ -710,8 +821,45 @@ mod tests {
             asked.set(asked.get() + 1);
             asked.get() >= 2
         };
-        assert_eq!(Routes::try_updown_until(&t, &second).unwrap(), None);
+        assert_eq!(Routes::try_updown_until(&t, Destinations::All, &second).unwrap(), None);
         assert_eq!(asked.get(), 2, "gave up at the second question");
+    }
+
+    /// Routes towards some hosts only (issue 15): the same next hops as the full tables
+    /// towards those hosts' leaves at every node, none towards the others, and one column per
+    /// leaf reached (hosts sharing a leaf share its column).
+    #[test]
+    fn routes_towards_some_hosts_equal_the_full_tables_there() {
+        let t = fat_tree::build(8, link(100), link(100)).unwrap();
+        let full = Routes::ecmp(&t);
+        let up = Routes::try_updown(&t).unwrap();
+        // Hosts 0 and 1 share a leaf; 100 is in another pod.
+        let some = [100, 0, 1, 100];
+        let never = || false;
+        let part = Routes::try_ecmp_until(&t, Destinations::Hosts(&some), &never)
+            .unwrap()
+            .unwrap();
+        let part_up = Routes::try_updown_until(&t, Destinations::Hosts(&some), &never)
+            .unwrap()
+            .unwrap();
+        assert_eq!((part.n_routed_leaves(), part.n_leaves()), (2, full.n_leaves()));
+        assert_eq!(Destinations::Hosts(&some).n_leaves(&t), 2);
+        assert!(part.memory_bytes() < full.memory_bytes());
+        for node in 0..t.n_nodes() as u32 {
+            for dst in 0..t.n_hosts() as u32 {
+                if some.contains(&dst) {
+                    assert_eq!(part.next_hops(node, dst), full.next_hops(node, dst), "{node} -> {dst}");
+                    assert_eq!(part_up.next_hops(node, dst), up.next_hops(node, dst), "{node} -> {dst}");
+                } else if t.switch_tier(NodeIndex::new(node as usize)).is_some()
+                    && full.leaf_node(full.host_leaf(dst) as usize).index() as u32 != node
+                    && full.host_leaf(dst) != part.host_leaf(0)
+                    && full.host_leaf(dst) != part.host_leaf(100)
+                {
+                    // A switch other than the destination's own leaf: no route there.
+                    assert!(part.next_hops(node, dst).is_empty(), "{node} -> {dst}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -24,8 +24,8 @@ use fabrics::models::{MarkPoint, RedParams};
 use fabrics::nvlink::NvLinkGen;
 use fabrics::pcie::{PcieGen, PcieLink};
 use fabrics::roce::{RoceFrame, RoceVersion};
-use fabrics::routing::Routes;
 use fabrics::routing::stp::{RSTP_MAX_AGE_HOPS, SpanningTree};
+use fabrics::routing::{Destinations, Routes};
 use fabrics::topology::{LinkInfo, Topology, fat_tree, leaf_spine, sizing};
 use fabrics::topology::{cluster, hgx, nvlink_shapes};
 use fabrics::traffic::generators::{self, PoissonSpec};
@@ -252,11 +252,18 @@ impl Loaded {
                 .map_err(|e| self.err(&format!("workload[{i}].algorithm"), e.to_string()))?;
             layout.nvls_host = Some(h);
         }
-        self.check_route_memory(&topology)?;
+        // The flows first: the route tables lead only to the hosts they use (`Destinations`).
+        let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
+        let endpoints: Vec<u32> = flows.iter().flat_map(|f| [f.src, f.dst]).collect();
+        let dests = Destinations::Hosts(&endpoints);
+        self.check_route_memory(&topology, dests)?;
+        if stop() {
+            return Ok(None);
+        }
         let routes = match (self.spanning_tree(&topology)?, self.scenario.fabric.routing) {
-            (Some(tree), _) => Routes::try_tree_until(&topology, &tree, stop),
-            (None, RoutingSpec::Updown) => Routes::try_updown_until(&topology, stop),
-            (None, _) => Routes::try_ecmp_until(&topology, stop),
+            (Some(tree), _) => Routes::try_tree_until(&topology, &tree, dests, stop),
+            (None, RoutingSpec::Updown) => Routes::try_updown_until(&topology, dests, stop),
+            (None, _) => Routes::try_ecmp_until(&topology, dests, stop),
         }
         .map_err(|e| self.err("topology", e.to_string()))?;
         let Some(mut routes) = routes else {
@@ -282,7 +289,6 @@ impl Loaded {
         if stop() {
             return Ok(None);
         }
-        let (flows, deps, collectives, training) = self.build_flows(topology.n_hosts() as u32, layout)?;
         let end = sc.run.end_time.get();
         if end > MAX_END_TIME || end == Duration::ZERO {
             return Err(self.err(
@@ -885,16 +891,16 @@ impl Loaded {
 
     /// Refuses, before anything is allocated for them, route tables larger than
     /// `run.memory_limit` (issue 14/15: `validate` of 4,096 HGX servers tried to allocate 15 GB
-    /// and aborted). The tables are dense: one 4-B group id per (forwarding node, leaf switch)
-    /// (`fabrics::routing::Routes`), and building them takes one BFS per leaf.
-    fn check_route_memory(&self, topo: &Topology) -> Result<(), ScenarioError> {
+    /// and aborted). The tables hold one 4-B group id per (forwarding node, leaf switch that
+    /// `dests` reach) (`fabrics::routing::Routes`), and building them takes one BFS per leaf.
+    fn check_route_memory(&self, topo: &Topology, dests: Destinations) -> Result<(), ScenarioError> {
         let limit = self
             .scenario
             .run
             .memory_limit
             .map_or(DEFAULT_MEMORY_LIMIT, |s| s.get().get());
         let rows = (topo.n_nodes() - topo.n_hosts()) as u64;
-        let leaves = topo.leaves().len() as u64;
+        let leaves = dests.n_leaves(topo) as u64;
         let bytes = rows.saturating_mul(leaves).saturating_mul(4);
         if bytes <= limit {
             return Ok(());
@@ -907,7 +913,7 @@ impl Loaded {
         Err(self.err(
             field,
             format!(
-                "the route tables of this fabric would take about {} ({rows} forwarding nodes x {leaves} leaf switches \
+                "the route tables of this fabric would take about {} ({rows} forwarding nodes x {leaves} leaf switches the flows reach \
                  x 4 B), more than run.memory_limit = {}: use a smaller topology or raise run.memory_limit",
                 format_args!("{:.1}GiB", bytes as f64 / (1u64 << 30) as f64),
                 crate::units::SizeSpec::new(sim_core::Bytes(limit)),

@@ -342,7 +342,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                     "bisection bandwidth {:.3} Gb/s",
                     t.bisection_bandwidth_bps() as f64 / 1e9
                 );
-                let _ = writeln!(out, "route table {} KiB", built.routes.memory_bytes() / 1024);
+                let _ = writeln!(
+                    out,
+                    "route table {} KiB (towards {} of {} leaf switches: those the flows reach)",
+                    built.routes.memory_bytes() / 1024,
+                    built.routes.n_routed_leaves(),
+                    built.routes.n_leaves()
+                );
                 // RoCEv1: the spanning tree, its blocked ports, and dashed links in the DOT.
                 let tree = match loaded.spanning_tree(t) {
                     Ok(tree) => tree,

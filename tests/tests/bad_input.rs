@@ -1379,30 +1379,40 @@ fn roce_pfc_and_timer_values_out_of_range_are_refused_with_the_range() {
 }
 
 /// Issue 14/15: `validate` of a cluster of 4,096 HGX servers tried to allocate 15 GB of route
-/// tables and aborted. The tables' size is estimated from the topology first and refused over
-/// `run.memory_limit` (default 1 GiB), before anything is allocated for them; the limit is
-/// settable. (This test returns in well under a second only because nothing is allocated.)
+/// tables and aborted. The tables' size is estimated from the topology and the flows first (one
+/// column per leaf switch a flow reaches) and refused over `run.memory_limit` (default 1 GiB),
+/// before anything is allocated for them; the limit is settable. (This test returns in well
+/// under a second only because nothing is allocated.)
 #[test]
 fn route_tables_over_the_memory_limit_are_refused_before_allocation() {
-    let text = with_topology(
+    // A permutation reaches every GPU's hub: 32,768 leaves.
+    let huge = with_topology(
         "[topology]\nkind = \"cluster\"\nservers = 4096\nserver = \"hgx_h100\"\nk = 64\n\
          nic_link = { rate = \"400Gbps\", cable_m = 5 }\nfabric_link = { rate = \"400Gbps\", cable_m = 20 }\n",
+    );
+    let workload = "[[workload]]\nkind = \"flows\"\nflows = [\n  { src = 0, dst = 1, size = \"64KiB\" },\n  { src = 2, dst = 3, size = \"64KiB\" },\n]\n";
+    let text = edit_text(
+        &huge,
+        workload,
+        "[[workload]]\nkind = \"permutation\"\nsize = \"64KiB\"\n",
     );
     invalid("huge_cluster.toml", &text).field("topology").says(&[
         "the route tables of this fabric would take about",
         "GiB",
+        "32768 leaf switches the flows reach",
         "more than run.memory_limit = 1GiB",
     ]);
-    // The k=4 fat-tree's tables: 20 forwarding nodes x 8 leaves x 4 B = 640 B.
-    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"512B\"");
+    // The k=4 fat-tree's flows 0 -> 1 and 2 -> 3 reach two leaves: 20 forwarding nodes x 2
+    // leaves x 4 B = 160 B.
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"128B\"");
     invalid("small_limit.toml", &text)
-        .at(pos(&text, "memory_limit = ", "\"512B\""))
+        .at(pos(&text, "memory_limit = ", "\"128B\""))
         .field("run.memory_limit")
         .says(&[
-            "(20 forwarding nodes x 8 leaf switches x 4 B)",
-            "more than run.memory_limit = 512B",
+            "(20 forwarding nodes x 2 leaf switches the flows reach x 4 B)",
+            "more than run.memory_limit = 128B",
         ]);
-    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"640B\"");
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmemory_limit = \"160B\"");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("limit_ok.toml");
     std::fs::write(&file, &text).unwrap();
