@@ -316,8 +316,11 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             let port = &fabric.ports()[p as usize];
             format!("{}->{}", names[port.node as usize], names[port.peer_node as usize])
         };
-        files.push(("timeseries_ports.csv", sm.ports_csv(&fabric, &hot, link).into_bytes()));
-        files.push(("timeseries_flows.csv", sm.flows_csv().into_bytes()));
+        let format = loaded.scenario.output.sample_format;
+        files.extend(sm.files(format, &fabric, &hot, link).map_err(|m| RunError::Output {
+            path: out_dir.display().to_string(),
+            message: m,
+        })?);
     }
     if let Some(rows) = &summary.training {
         files.push(("training.csv", crate::training_report::csv(rows).into_bytes()));

@@ -7,8 +7,8 @@
 //! | `fct_cdf.svg` | `flows.csv` | CDF of flow completion time, one line per workload group |
 //! | `latency_cdf.svg` | `packet_latency_percentiles.csv` | CDF of packet latency at the table's quantiles |
 //! | `slowdown_by_size.svg` | `summary.json` `slowdown` | p50/p95/p99 FCT slowdown per flow-size bucket |
-//! | `queue_hotspots.svg`, `util_hotspots.svg` | `timeseries_ports.csv` | queue and utilisation over time of the top hotspot ports |
-//! | `flow_rates.svg` | `timeseries_flows.csv` | congestion-control rate over time of the first flows |
+//! | `queue_hotspots.svg`, `util_hotspots.svg` | `timeseries_ports.parquet` or `.csv` | queue and utilisation over time of the top hotspot ports |
+//! | `flow_rates.svg` | `timeseries_flows.parquet` or `.csv` | congestion-control rate over time of the first flows |
 //! | `busbw.svg` | `collectives.csv` | bus bandwidth versus message size per collective workload |
 //! | `hotspot_map.svg` | `ports.csv`, `summary.json` trees | the topology by levels, links coloured by utilisation, the pause / congestion tree as arrows (`map.rs`) |
 
@@ -129,6 +129,19 @@ fn table(dir: &Path, name: &str) -> Result<Option<(PathBuf, Table)>, PlotError> 
     }
 }
 
+/// The time series `dir/<stem>.parquet` (read back, `columns.rs`) or, without it,
+/// `dir/<stem>.csv`, with its path; `None` when the run did not sample.
+fn series(dir: &Path, stem: &str) -> Result<Option<(PathBuf, Table)>, PlotError> {
+    let path = dir.join(format!("{stem}.parquet"));
+    if std::fs::symlink_metadata(&path).is_err() {
+        return table(dir, &format!("{stem}.csv"));
+    }
+    crate::files::check_regular(&path, MAX_FILE_BYTES).map_err(|e| perr(&path, e.to_string()))?;
+    let file = std::fs::File::open(&path).map_err(|e| perr(&path, e.to_string()))?;
+    let (header, rows) = crate::columns::read_parquet(file).map_err(|m| perr(&path, m))?;
+    Ok(Some((path, Table { header, rows })))
+}
+
 /// Every figure as (file name, SVG text).
 pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
     let draw = |path: &Path, r: Drawn| r.map_err(|m| perr(path, m));
@@ -154,7 +167,7 @@ pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
             draw(&path, hotspot_map(&path, &t, summary.as_ref())?)?,
         ));
     }
-    if let Some((path, t)) = table(dir, "timeseries_ports.csv")? {
+    if let Some((path, t)) = series(dir, "timeseries_ports")? {
         let hot: Vec<u64> = summary
             .as_ref()
             .and_then(|s| s["hotspots"].as_array())
@@ -164,7 +177,7 @@ pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
         out.push(("queue_hotspots.svg", draw(&path, queue)?));
         out.push(("util_hotspots.svg", draw(&path, util)?));
     }
-    if let Some((path, t)) = table(dir, "timeseries_flows.csv")? {
+    if let Some((path, t)) = series(dir, "timeseries_flows")? {
         out.push(("flow_rates.svg", draw(&path, flow_rates(&path, &t)?)?));
     }
     if let Some((path, t)) = table(dir, "collectives.csv")? {
