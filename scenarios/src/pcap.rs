@@ -20,7 +20,7 @@
 //! at most `payload_bytes` of them; the ICRC (not computed: zeros) only when the payload is
 //! whole. Timestamps are simulated time in nanoseconds: same scenario and seed, same bytes.
 
-use fabrics::engine::{CapturedPacket, Fabric, Framing, PacketKind};
+use fabrics::engine::{CapturedPacket, Fabric, LinkFc, PacketKind};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
@@ -304,9 +304,11 @@ pub fn port_name(fabric: &Fabric, names: &[&str], p: u32) -> String {
 /// Snap length of the files' headers (a frame is at most its headers plus `payload_bytes`).
 const SNAPLEN: u32 = 65535;
 
-/// Whether port `p` carries InfiniBand packets (else Ethernet frames).
+/// Whether port `p` carries InfiniBand packets: a credit link (InfiniBand, and the credit
+/// layers inside servers: NVLink, PCIe); else Ethernet frames (PFC links of RoCEv2, the base
+/// fabric's links), also in a cluster whose servers run the credit layer.
 fn is_ib(fabric: &Fabric, p: u32) -> bool {
-    fabric.ib().is_some() || fabric.ports()[p as usize].framing == Framing::InfiniBand
+    fabric.link_fc(p) == LinkFc::Credit
 }
 
 /// The link type of port `p`: `LINKTYPE_INFINIBAND` (247) or Ethernet (1).
