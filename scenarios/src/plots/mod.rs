@@ -1,6 +1,7 @@
 //! Plots of a finished run, drawn from its results directory (so `fabricsim plot DIR` works
 //! on any run, and `fabricsim run --plots` is a run followed by the same step): SVG files in
-//! `DIR/plots/`, one per figure whose data the run has.
+//! `DIR/plots/`, one per figure whose data the run has, and/or their PNG rasterization
+//! (`--plot-format`, `png.rs`).
 //!
 //! | file | from | what |
 //! |---|---|---|
@@ -14,6 +15,7 @@
 
 pub mod chart;
 mod map;
+pub mod png;
 pub mod sweep;
 
 use chart::{Chart, Series, line_chart};
@@ -92,9 +94,22 @@ impl Table {
     }
 }
 
-/// Writes every plot the run in `dir` has data for into `dir/plots/`; returns their paths.
-/// `dir` must be a fabricsim results directory or a sweep's output directory (`sweep.rs`).
-pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+/// The file format of the figures (`--plot-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotFormat {
+    /// `<figure>.svg` (plotters' SVG backend).
+    #[default]
+    Svg,
+    /// `<figure>.png`: the SVG rasterized at twice its size (`png.rs`).
+    Png,
+    /// Both files of each figure.
+    Both,
+}
+
+/// Writes every plot the run in `dir` has data for into `dir/plots/` in `format`; returns
+/// their paths. `dir` must be a fabricsim results directory or a sweep's output directory
+/// (`sweep.rs`).
+pub fn plot_dir(dir: &Path, format: PlotFormat) -> Result<Vec<PathBuf>, PlotError> {
     let figures: Vec<(String, String)> = if sweep::is_sweep_dir(dir) {
         sweep::figures(dir)?
     } else if crate::results_dir::has_marker(dir) {
@@ -112,10 +127,19 @@ pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let out = dir.join("plots");
     std::fs::create_dir_all(&out).map_err(|e| perr(&out, e.to_string()))?;
     let mut written = Vec::new();
+    let write = |path: PathBuf, bytes: &[u8]| {
+        crate::regression::junit::write_atomically(&path, bytes).map_err(|e| perr(&path, e.to_string()))?;
+        Ok::<_, PlotError>(path)
+    };
     for (name, svg) in figures {
-        let path = out.join(name);
-        crate::regression::junit::write_atomically(&path, svg.as_bytes()).map_err(|e| perr(&path, e.to_string()))?;
-        written.push(path);
+        let path = out.join(&name);
+        if format != PlotFormat::Png {
+            written.push(write(path.clone(), svg.as_bytes())?);
+        }
+        if format != PlotFormat::Svg {
+            let bytes = png::png(&svg).map_err(|m| perr(&path, m))?;
+            written.push(write(path.with_extension("png"), &bytes)?);
+        }
     }
     Ok(written)
 }
