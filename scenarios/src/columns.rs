@@ -150,12 +150,19 @@ impl Columns {
         let err = |e: parquet::errors::ParquetError| format!("writing Parquet: {e}");
         let mut schema = format!("message {name} {{\n");
         for c in &self.columns {
-            let logical = if matches!(c.values, Values::Text(_)) { " (STRING)" } else { "" };
+            let logical = if matches!(c.values, Values::Text(_)) {
+                " (STRING)"
+            } else {
+                ""
+            };
             let _ = writeln!(schema, "  {} {}{logical};", c.values.parquet_type(), c.name);
         }
         schema.push('}');
         let schema = Arc::new(parquet::schema::parser::parse_message_type(&schema).map_err(err)?);
-        let kv: Vec<KeyValue> = metadata.iter().map(|(k, v)| KeyValue::new((*k).to_owned(), v.clone())).collect();
+        let kv: Vec<KeyValue> = metadata
+            .iter()
+            .map(|(k, v)| KeyValue::new((*k).to_owned(), v.clone()))
+            .collect();
         let props = WriterProperties::builder()
             .set_created_by(CREATED_BY.to_owned())
             .set_compression(Compression::SNAPPY)
@@ -167,7 +174,10 @@ impl Columns {
             let rows = start..(start + ROW_GROUP_ROWS).min(self.len());
             let mut rg = w.next_row_group().map_err(err)?;
             for c in &self.columns {
-                let mut col = rg.next_column().map_err(err)?.ok_or("fewer Parquet columns than the schema's")?;
+                let mut col = rg
+                    .next_column()
+                    .map_err(err)?
+                    .ok_or("fewer Parquet columns than the schema's")?;
                 match &c.values {
                     Values::Int(v) => col.typed::<Int64Type>().write_batch(&v[rows.clone()], None, None),
                     Values::Float { values, .. } => {

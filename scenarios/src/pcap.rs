@@ -27,8 +27,8 @@ use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{InterfaceDescriptionBlock, InterfaceDescriptionOption};
 use pcap_file::pcapng::blocks::section_header::{SectionHeaderBlock, SectionHeaderOption};
 use pcap_file::{DataLink, Endianness, TsResolution};
-use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Default `max_packets`.
@@ -103,11 +103,7 @@ pub fn resolve_ports(refs: &[PortRef], fabric: &Fabric, names: &[&str]) -> Resul
             }
             PortRef::Name(s) => {
                 let want: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-                let hits: Vec<u32> = (0..n as u32)
-                    .filter(|&p| {
-                        port_name(fabric, names, p) == want
-                    })
-                    .collect();
+                let hits: Vec<u32> = (0..n as u32).filter(|&p| port_name(fabric, names, p) == want).collect();
                 match hits[..] {
                     [p] => p,
                     [] => {

@@ -10,9 +10,9 @@
 //! (`sample_max_rows`): when the bound is reached sampling stops, the run goes on, and both
 //! the files (a last `# truncated ...` line) and the terminal say where it stopped.
 
+use crate::columns::Columns;
 use fabrics::engine::Fabric;
 use sim_core::{Duration, EventQueue, Progress, RunLimits, RunOutcome, RunReport, Scheduler, SimTime};
-use crate::columns::Columns;
 use std::ops::ControlFlow;
 
 /// `summary.json` `timeseries`.

@@ -319,7 +319,10 @@ fn pcapng_holds_the_pcap_files_packets_in_one_file_in_time_order() {
         let mine: Vec<&Frame> = frames.iter().filter(|f| f.0 == i as u32).map(|f| &f.1).collect();
         assert_eq!(mine.len() as u64, count(&rows, p, "packets_tx"), "port {p}");
         let (_, pcap) = read_pcap(&pcap_out.join(format!("pcap_port{p}.pcap")));
-        assert!(mine.iter().copied().eq(pcap.iter()), "port {p}: the pcap file's packets");
+        assert!(
+            mine.iter().copied().eq(pcap.iter()),
+            "port {p}: the pcap file's packets"
+        );
         let f = &sm["pcap"]["files"][i];
         assert_eq!(
             (&f["file"], &f["port"], &f["interface"], &f["link_type"]),
@@ -366,7 +369,11 @@ fn bad_pcap_ports_are_refused_at_their_key() {
         (r#"["leaf0 -> spine2"]"#, "output.pcap.ports[0]", "parallel ports"),
         (r#"["h0 -> nowhere"]"#, "output.pcap.ports[0]", "no port"),
         ("[3, 3]", "output.pcap.ports[1]", "twice"),
-        (r#"[0], format = "pcap-ng""#, "output.pcap", "expected `pcap` or `pcapng`"),
+        (
+            r#"[0], format = "pcap-ng""#,
+            "output.pcap",
+            "expected `pcap` or `pcapng`",
+        ),
     ] {
         let (dir, path) = scenario(INCAST, &format!("pcap = {{ ports = {ports} }}"), None);
         let o = fabricsim(&["run", s(&path), "--out", s(&dir.path().join("out"))]);
@@ -642,8 +649,18 @@ fn tshark_decodes_a_pcapng_of_ethernet_and_infiniband_interfaces() {
     std::fs::write(&user, bytes).unwrap();
     let ib = fields(
         &user,
-        &["frame.interface_id", "infiniband.lrh.lnh", "infiniband.bth.opcode", "_ws.malformed"],
-        &["-o", r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#, "-Y", "frame.interface_id == 0"],
+        &[
+            "frame.interface_id",
+            "infiniband.lrh.lnh",
+            "infiniband.bth.opcode",
+            "_ws.malformed",
+        ],
+        &[
+            "-o",
+            r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#,
+            "-Y",
+            "frame.interface_id == 0",
+        ],
     );
     assert!(!ib.is_empty());
     for r in &ib {

@@ -199,7 +199,10 @@ fn time_series_figures_are_the_same_from_parquet_and_from_csv() {
     }
     for f in ["queue_hotspots.svg", "util_hotspots.svg", "flow_rates.svg"] {
         let [a, b] = [&outs[0], &outs[1]].map(|o| std::fs::read(o.join("plots").join(f)).unwrap());
-        assert!(parse(&outs[0].join("plots").join(f)).lines.len() > 2, "{f}: lines drawn");
+        assert!(
+            parse(&outs[0].join("plots").join(f)).lines.len() > 2,
+            "{f}: lines drawn"
+        );
         assert_eq!(a, b, "{f}");
     }
 }
@@ -210,14 +213,22 @@ fn png(path: &Path) -> (u32, u32, Vec<[u8; 4]>) {
     let mut r = png::Decoder::new(std::io::BufReader::new(file)).read_info().unwrap();
     let mut buf = vec![0; r.output_buffer_size().unwrap()];
     let info = r.next_frame(&mut buf).unwrap();
-    assert_eq!((info.color_type, info.bit_depth), (png::ColorType::Rgba, png::BitDepth::Eight));
-    let px = buf[..info.buffer_size()].chunks(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
+    assert_eq!(
+        (info.color_type, info.bit_depth),
+        (png::ColorType::Rgba, png::BitDepth::Eight)
+    );
+    let px = buf[..info.buffer_size()]
+        .chunks(4)
+        .map(|c| [c[0], c[1], c[2], c[3]])
+        .collect();
     (info.width, info.height, px)
 }
 
 /// Pixels darker than mid-grey (text, axes, dark lines).
 fn dark(px: &[[u8; 4]]) -> usize {
-    px.iter().filter(|p| u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2]) < 3 * 128).count()
+    px.iter()
+        .filter(|p| u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2]) < 3 * 128)
+        .count()
 }
 
 /// Issue 13: `--plot-format both` writes a PNG beside each SVG: it decodes, is twice the
@@ -249,7 +260,12 @@ fn png_figures_decode_at_twice_the_svg_size_with_their_text() {
         let svg_path = p.with_extension("svg");
         let svg = parse(&svg_path);
         let (w, h, px) = png(p);
-        assert_eq!((f64::from(w), f64::from(h)), (2.0 * svg.size.0, 2.0 * svg.size.1), "{}", p.display());
+        assert_eq!(
+            (f64::from(w), f64::from(h)),
+            (2.0 * svg.size.0, 2.0 * svg.size.1),
+            "{}",
+            p.display()
+        );
         assert!(px.iter().all(|c| c[3] == 255), "{}: opaque", p.display());
         let mut colours: std::collections::BTreeMap<[u8; 4], usize> = Default::default();
         for c in &px {
@@ -272,7 +288,11 @@ fn png_figures_decode_at_twice_the_svg_size_with_their_text() {
         let bare_png = dir.path().join("bare.png");
         std::fs::write(&bare_png, scenarios::plots::png::png(&bare).unwrap()).unwrap();
         let (with, without) = (dark(&px), dark(&png(&bare_png).2));
-        assert!(with > without + 2000, "{}: text pixels {with} vs {without}", p.display());
+        assert!(
+            with > without + 2000,
+            "{}: text pixels {with} vs {without}",
+            p.display()
+        );
     }
     // Redrawn as PNG only: the same bytes.
     let before: Vec<Vec<u8>> = pngs.iter().map(|p| std::fs::read(p).unwrap()).collect();

@@ -193,7 +193,10 @@ fn the_row_bound_cuts_the_series_with_a_message() {
             n
         };
         assert!(n_rows > 0 && n_rows <= 20, "{format}: {n_rows} rows");
-        assert_eq!(n_rows as u64, ts["port_rows_recorded"].as_u64().unwrap() + ts["flow_rows"].as_u64().unwrap());
+        assert_eq!(
+            n_rows as u64,
+            ts["port_rows_recorded"].as_u64().unwrap() + ts["flow_rows"].as_u64().unwrap()
+        );
         // The run itself went on to the end.
         assert_eq!(summary(&out)["flows"]["completed"], 1);
     }
@@ -231,7 +234,11 @@ fn parquet_holds_the_rows_and_values_of_the_csv() {
         let (header, rows) = table(&csv_path);
         let r = parquet_reader(&pq_path);
         let meta = r.metadata().file_metadata();
-        assert!(meta.created_by().unwrap().starts_with("fabricsim "), "{:?}", meta.created_by());
+        assert!(
+            meta.created_by().unwrap().starts_with("fabricsim "),
+            "{:?}",
+            meta.created_by()
+        );
         assert!(meta.key_value_metadata().is_none(), "not truncated: no metadata");
         let names: Vec<&str> = meta.schema_descr().columns().iter().map(|c| c.name()).collect();
         assert_eq!(names, header, "{stem}: columns");
@@ -266,7 +273,10 @@ fn parquet_holds_the_rows_and_values_of_the_csv() {
         .take(4)
         .map(|c| format!("{}:{}", c.name(), c.physical_type()))
         .collect();
-    assert_eq!(types, ["time_ns:DOUBLE", "port:INT64", "link:BYTE_ARRAY", "queue_bytes:INT64"]);
+    assert_eq!(
+        types,
+        ["time_ns:DOUBLE", "port:INT64", "link:BYTE_ARRAY", "queue_bytes:INT64"]
+    );
     eprintln!("time series: Parquet {pq_bytes} B, CSV {csv_bytes} B");
     assert!(pq_bytes * 5 < csv_bytes, "Parquet {pq_bytes} B vs CSV {csv_bytes} B");
 }
