@@ -555,10 +555,9 @@ fn tshark_decodes_infiniband_lrh_and_bth() {
     let mut bytes = std::fs::read(&src).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 247);
     bytes[20..24].copy_from_slice(&147u32.to_le_bytes());
-    let user = dir.path().join("user0.pcap");
-    std::fs::write(&user, bytes).unwrap();
-    let f = fields(
-        &user,
+    let f = ib_fields(
+        &dir.path().join("user0.pcap"),
+        &bytes,
         &[
             "infiniband.lrh.lnh",
             "infiniband.lrh.dlid",
@@ -567,7 +566,7 @@ fn tshark_decodes_infiniband_lrh_and_bth() {
             "infiniband.bth.destqp",
             "_ws.malformed",
         ],
-        &["-o", r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#],
+        &[],
     );
     assert!(!f.is_empty());
     // Leaf to host 5: data to LID 6 (host 5 + 1) from the hot senders, RDMA WRITE opcodes.
@@ -578,6 +577,15 @@ fn tshark_decodes_infiniband_lrh_and_bth() {
     }
     let senders: std::collections::BTreeSet<&str> = f.iter().map(|r| &r[2][..]).collect();
     assert!(senders.len() > 1, "{senders:?}");
+}
+
+/// `fields` of `bytes` (a capture whose InfiniBand link type was changed to 147), written to
+/// `user`, with user link type 147 mapped to tshark's InfiniBand dissector.
+fn ib_fields(user: &Path, bytes: &[u8], names: &[&str], extra: &[&str]) -> Vec<Vec<String>> {
+    std::fs::write(user, bytes).unwrap();
+    let mut args = vec!["-o", r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#];
+    args.extend_from_slice(extra);
+    fields(user, names, &args)
 }
 
 /// Changes every Interface Description Block of link type 247 to user link type 147 (see
@@ -645,22 +653,16 @@ fn tshark_decodes_a_pcapng_of_ethernet_and_infiniband_interfaces() {
     // The PCIe interface, as InfiniBand (user link type 147 for Wireshark 4.0).
     let mut bytes = std::fs::read(out.join("capture.pcapng")).unwrap();
     assert_eq!(pcapng_ib_as_user_dlt(&mut bytes), 1);
-    let user = dir.path().join("user0.pcapng");
-    std::fs::write(&user, bytes).unwrap();
-    let ib = fields(
-        &user,
+    let ib = ib_fields(
+        &dir.path().join("user0.pcapng"),
+        &bytes,
         &[
             "frame.interface_id",
             "infiniband.lrh.lnh",
             "infiniband.bth.opcode",
             "_ws.malformed",
         ],
-        &[
-            "-o",
-            r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#,
-            "-Y",
-            "frame.interface_id == 0",
-        ],
+        &["-Y", "frame.interface_id == 0"],
     );
     assert!(!ib.is_empty());
     for r in &ib {

@@ -76,16 +76,25 @@ fn with_output(toml: &str, output: &str) -> String {
     toml.replacen("[run]", &format!("[output]\n{output}\n\n[run]"), 1)
 }
 
+/// `roce_victim_flow` sampled every 20 us, run with `--plots` and `extra` arguments into
+/// `dir/out`: the scenario's path, the results directory and the run's stdout.
+fn victim_with_plots(dir: &Path, extra: &[&str]) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
+    let path = dir.join("v.toml");
+    std::fs::write(&path, with_output(&text, "sample = \"20us\"")).unwrap();
+    let out = dir.join("out");
+    let mut args = vec!["run", s(&path), "--out", s(&out), "--plots"];
+    args.extend_from_slice(extra);
+    let o = fabricsim(&args);
+    assert_eq!(o.code, 0, "{o:?}");
+    (path, out, o.stdout)
+}
+
 #[test]
 fn run_with_plots_draws_every_figure_with_labelled_axes_and_values_in_range() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
-    let path = dir.path().join("v.toml");
-    std::fs::write(&path, with_output(&text, "sample = \"20us\"")).unwrap();
-    let out = dir.path().join("out");
-    let o = fabricsim(&["run", s(&path), "--out", s(&out), "--plots"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stdout.contains("plots: 7 files in"), "{}", o.stdout);
+    let (_, out, stdout) = victim_with_plots(dir.path(), &[]);
+    assert!(stdout.contains("plots: 7 files in"), "{stdout}");
     // The time-series figures below are drawn from the Parquet files (the default format).
     assert!(out.join("timeseries_ports.parquet").exists() && !out.join("timeseries_ports.csv").exists());
     let plots = out.join("plots");
@@ -239,13 +248,8 @@ fn dark(px: &[[u8; 4]]) -> usize {
 #[test]
 fn png_figures_decode_at_twice_the_svg_size_with_their_text() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
-    let path = dir.path().join("v.toml");
-    std::fs::write(&path, with_output(&text, "sample = \"20us\"")).unwrap();
-    let out = dir.path().join("out");
-    let o = fabricsim(&["run", s(&path), "--out", s(&out), "--plots", "--plot-format", "both"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stdout.contains("plots: 14 files in"), "{}", o.stdout);
+    let (path, out, stdout) = victim_with_plots(dir.path(), &["--plot-format", "both"]);
+    assert!(stdout.contains("plots: 14 files in"), "{stdout}");
     let plots = out.join("plots");
     let mut pngs = Vec::new();
     for e in std::fs::read_dir(&plots).unwrap() {
