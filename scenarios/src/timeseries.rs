@@ -1,14 +1,16 @@
 //! Time series (`[output] sample = "10us"`): every `sample` of simulated time, per port
 //! (all, the top hotspots, or a list) the queue, utilisation, paused fraction per priority,
 //! ECN marks, credit stalls and drops over the window, and per sending flow its rate and
-//! goodput; written to `timeseries_ports.csv` and `timeseries_flows.csv`.
+//! goodput; written to `timeseries_ports.parquet` and `timeseries_flows.parquet`, or `.csv`
+//! with `sample_format = "csv"` (both from one `Columns` table each, `columns.rs`).
 //!
 //! The run is cut into windows: `sim_core::run` is called once per window with the window's
 //! end as its end time, and the sampler reads the fabric's cumulative counters between calls.
 //! No event is added and nothing in the engine changes, so every other output is byte for
 //! byte that of a run without sampling (a test checks it). Rows are bounded
-//! (`sample_max_rows`): when the bound is reached sampling stops, the run goes on, and both
-//! the files (a last `# truncated ...` line) and the terminal say where it stopped.
+//! (`sample_max_rows`): when the bound is reached sampling stops, the run goes on, and the
+//! files (a last `# truncated ...` line in CSV, `fabricsim.truncated` metadata in Parquet),
+//! `summary.json` and the terminal say where it stopped.
 
 use crate::columns::Columns;
 use fabrics::engine::Fabric;
