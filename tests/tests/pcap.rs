@@ -371,9 +371,10 @@ fn bad_pcap_ports_are_refused_at_their_key() {
         ("[3, 3]", "output.pcap.ports[1]", "twice"),
         (
             r#"[0], format = "pcap-ng""#,
-            "output.pcap",
+            "output.pcap.format",
             "expected `pcap` or `pcapng`",
         ),
+        (r#"[0], fromat = "pcapng""#, "output.pcap.fromat", "unknown field"),
     ] {
         let (dir, path) = scenario(INCAST, &format!("pcap = {{ ports = {ports} }}"), None);
         let o = fabricsim(&["run", s(&path), "--out", s(&dir.path().join("out"))]);
