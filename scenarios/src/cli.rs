@@ -49,11 +49,17 @@ pub enum Cmd {
         /// Also draw the plots into <results>/plots/ (as `fabricsim plot`).
         #[arg(long)]
         plots: bool,
+        /// File format of the plots (with --plots): SVG, PNG (the SVG rasterized) or both.
+        #[arg(long, value_enum, default_value_t, requires = "plots")]
+        plot_format: crate::plots::PlotFormat,
     },
-    /// Draw the plots of a finished run, or of a sweep, into DIR/plots/ (SVG).
+    /// Draw the plots of a finished run, or of a sweep, into DIR/plots/ (SVG and/or PNG).
     Plot {
         /// A results directory written by `fabricsim run`, or a sweep's output directory.
         dir: PathBuf,
+        /// File format of the plots: SVG, PNG (the SVG rasterized) or both.
+        #[arg(long, value_enum, default_value_t)]
+        plot_format: crate::plots::PlotFormat,
     },
     /// Check a scenario without running it.
     Validate {
@@ -190,7 +196,10 @@ pub fn main() -> std::process::ExitCode {
         .to_string();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(&level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+        // usvg (PNG plots) warns of the SVG it is handed, not of the user's input: plotters'
+        // one-point polylines, which no viewer draws either.
+        .add_directive("usvg=error".parse().expect("a valid directive"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -250,6 +259,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             seed,
             quiet,
             plots,
+            plot_format,
         } => {
             let opts = RunOptions {
                 out_dir,
@@ -278,7 +288,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                     }
                     let _ = writeln!(out, "\nresults in {}", r.out_dir.display());
                     if plots {
-                        match crate::plots::plot_dir(&r.out_dir) {
+                        match crate::plots::plot_dir(&r.out_dir, plot_format) {
                             Ok(files) => {
                                 let _ = writeln!(
                                     out,
@@ -298,7 +308,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                 Err(e) => fail(e, err),
             }
         }
-        Cmd::Plot { dir } => match crate::plots::plot_dir(&dir) {
+        Cmd::Plot { dir, plot_format } => match crate::plots::plot_dir(&dir, plot_format) {
             Ok(files) => {
                 for f in &files {
                     let _ = writeln!(out, "{}", f.display());

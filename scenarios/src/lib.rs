@@ -19,6 +19,7 @@
 //! - [`sweep`]: `[sweep]` tables, `fabricsim sweep` (points as child processes), sweep tables.
 //! - [`ib_report`]: InfiniBand-only outputs (credit stalls, congestion tree, `ib_vls.csv`).
 //! - [`fct_report`]: FCT slowdown per flow, per flow-size bucket and per workload group.
+//! - [`columns`]: a table of typed columns written as CSV or Parquet, and Parquet read back.
 //! - [`timeseries`]: `[output] sample`: per-port and per-flow time series, the run cut into windows.
 //! - [`pcap`]: `[output] pcap`: pcap files of chosen ports (RoCEv2 frames, InfiniBand packets).
 //! - [`tree`]: the congestion and pause trees in depth-first order with depths.
@@ -31,6 +32,7 @@ pub mod cc_params;
 pub mod cli;
 pub mod collective_report;
 pub mod collective_stages;
+pub mod columns;
 pub mod diag;
 pub mod fct_report;
 pub mod files;

@@ -1,5 +1,5 @@
-//! `[output] pcap`: what chosen ports transmitted, as pcap files that Wireshark and `tshark`
-//! decode (docs/results.md, "pcap").
+//! `[output] pcap`: what chosen ports transmitted, as pcap files (one per port) or one pcapng
+//! file (an interface per port) that Wireshark and `tshark` decode (docs/results.md, "pcap").
 //!
 //! The engine records plain fields of each packet a captured port puts on its link
 //! (`fabrics::engine::Capture`); this module resolves the ports of `[output] pcap` and, after
@@ -20,10 +20,15 @@
 //! at most `payload_bytes` of them; the ICRC (not computed: zeros) only when the payload is
 //! whole. Timestamps are simulated time in nanoseconds: same scenario and seed, same bytes.
 
-use fabrics::engine::{CapturedPacket, Fabric, Framing, PacketKind};
+use fabrics::engine::{CapturedPacket, Fabric, LinkFc, PacketKind};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::pcapng::PcapNgWriter;
+use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+use pcap_file::pcapng::blocks::interface_description::{InterfaceDescriptionBlock, InterfaceDescriptionOption};
+use pcap_file::pcapng::blocks::section_header::{SectionHeaderBlock, SectionHeaderOption};
 use pcap_file::{DataLink, Endianness, TsResolution};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// Default `max_packets`.
@@ -43,7 +48,32 @@ pub struct PcapSpec {
     /// Payload bytes kept per packet (zeros) after the headers: the snap length.
     #[serde(default)]
     pub payload_bytes: u32,
+    /// `pcap` (default): one classic pcap file per port; `pcapng`: one `capture.pcapng` with
+    /// an interface per port. Left out of `scenario.resolved.toml` at its default.
+    #[serde(default, skip_serializing_if = "PcapFormat::is_default")]
+    pub format: PcapFormat,
 }
+
+/// `[output] pcap.format`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PcapFormat {
+    /// `pcap_port<id>.pcap`, one per captured port.
+    #[default]
+    Pcap,
+    /// [`PCAPNG_FILE`]: one Interface Description Block per captured port (in port order),
+    /// then every packet of all of them in time order.
+    Pcapng,
+}
+
+impl PcapFormat {
+    fn is_default(&self) -> bool {
+        *self == PcapFormat::default()
+    }
+}
+
+/// The file of `format = "pcapng"`.
+pub const PCAPNG_FILE: &str = "capture.pcapng";
 
 fn default_max_packets() -> u64 {
     DEFAULT_MAX_PACKETS
@@ -73,12 +103,7 @@ pub fn resolve_ports(refs: &[PortRef], fabric: &Fabric, names: &[&str]) -> Resul
             }
             PortRef::Name(s) => {
                 let want: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-                let hits: Vec<u32> = (0..n as u32)
-                    .filter(|&p| {
-                        let port = &fabric.ports()[p as usize];
-                        format!("{}->{}", names[port.node as usize], names[port.peer_node as usize]) == want
-                    })
-                    .collect();
+                let hits: Vec<u32> = (0..n as u32).filter(|&p| port_name(fabric, names, p) == want).collect();
                 match hits[..] {
                     [p] => p,
                     [] => {
@@ -124,6 +149,9 @@ pub struct PcapInfo {
 pub struct PcapFileInfo {
     pub file: String,
     pub port: u32,
+    /// pcapng only: the port's interface id in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<u32>,
     /// `ethernet` (link type 1) or `infiniband` (link type 247).
     pub link_type: &'static str,
     pub packets: u64,
@@ -155,11 +183,16 @@ pub struct Ends {
     pub mtu_bytes: u32,
 }
 
-/// The pcap files of the capture of `fabric` (`(name, bytes)`) and their summary.
-pub fn files(fabric: &Fabric, ports: &[u32], payload_bytes: u32) -> (Vec<(String, Vec<u8>)>, PcapInfo) {
+/// The pcap files of the capture of `fabric` (`(name, bytes)`) in `format`, and their
+/// summary. `names` names the nodes (a pcapng interface is named `node->peer`).
+pub fn files(
+    fabric: &Fabric,
+    ports: &[u32],
+    payload_bytes: u32,
+    format: PcapFormat,
+    names: &[&str],
+) -> (Vec<(String, Vec<u8>)>, PcapInfo) {
     let cap = fabric.capture().expect("files() after enable_capture");
-    let ib = fabric.ib().is_some();
-    let mtu = fabric.config().mtu_bytes;
     let mut info = PcapInfo {
         files: Vec::new(),
         packets: 0,
@@ -167,70 +200,147 @@ pub fn files(fabric: &Fabric, ports: &[u32], payload_bytes: u32) -> (Vec<(String
         packets_beyond_max: cap.dropped(),
         flow_control_omitted: 0,
     };
-    let mut out = Vec::new();
     let mut sorted = ports.to_vec();
     sorted.sort_unstable();
-    for &p in &sorted {
-        let port = &fabric.ports()[p as usize];
-        let is_ib = ib || port.framing == Framing::InfiniBand;
-        let header = PcapHeader {
-            version_major: 2,
-            version_minor: 4,
-            ts_correction: 0,
-            ts_accuracy: 0,
-            snaplen: 65535,
-            datalink: if is_ib {
-                DataLink::INFINIBAND
-            } else {
-                DataLink::ETHERNET
-            },
-            ts_resolution: TsResolution::NanoSecond,
-            endianness: Endianness::Little,
+    // Every record's frame, in recording (= time) order, with its port's index in `sorted`.
+    let mut frames: Vec<(usize, u64, Vec<u8>, u32)> = Vec::new();
+    for r in cap.records() {
+        let Some(i) = sorted.iter().position(|&p| p == r.port) else {
+            continue;
         };
-        let mut w = PcapWriter::with_header(Vec::new(), header).expect("writing to a Vec");
-        let mut n = 0u64;
-        for r in cap.records().iter().filter(|r| r.port == p) {
-            let flow = fabric.flows().get(r.flow as usize);
-            let (fsrc, fdst, size) = flow.map_or((0, 0, 0), |f| (f.src, f.dst, f.size.0));
-            // Data travels source to destination; ACK, NAK and CNP the other way.
-            let (src_host, dst_host) = if r.kind == PacketKind::Data {
-                (fsrc, fdst)
-            } else {
-                (fdst, fsrc)
-            };
-            let ends = Ends {
-                src_node: port.node,
-                dst_node: port.peer_node,
-                src_host,
-                dst_host,
-                flow_size: size,
-                mtu_bytes: mtu,
-            };
-            let frame = if is_ib {
-                ib_packet(r, &ends, payload_bytes)
-            } else {
-                Some(ethernet_frame(r, &ends, payload_bytes))
-            };
-            let Some((bytes, orig_len)) = frame else {
-                info.flow_control_omitted += 1;
-                continue;
-            };
-            let ts = Duration::from_nanos(r.time_ps / 1000);
-            w.write_packet(&PcapPacket::new(ts, orig_len, &bytes))
-                .expect("writing to a Vec");
-            n += 1;
+        match frame(fabric, r, payload_bytes) {
+            Some((bytes, orig_len)) => frames.push((i, r.time_ps / 1000, bytes, orig_len)),
+            None => info.flow_control_omitted += 1,
         }
-        info.packets += n;
-        let name = format!("pcap_port{p}.pcap");
-        info.files.push(PcapFileInfo {
-            file: name.clone(),
-            port: p,
-            link_type: if is_ib { "infiniband" } else { "ethernet" },
-            packets: n,
-        });
-        out.push((name, w.into_writer()));
     }
+    info.packets = frames.len() as u64;
+    let count = |i: usize| frames.iter().filter(|f| f.0 == i).count() as u64;
+    let link_name = |is_ib: bool| if is_ib { "infiniband" } else { "ethernet" };
+    let out = match format {
+        PcapFormat::Pcap => {
+            let mut out = Vec::new();
+            for (i, &p) in sorted.iter().enumerate() {
+                let header = PcapHeader {
+                    version_major: 2,
+                    version_minor: 4,
+                    ts_correction: 0,
+                    ts_accuracy: 0,
+                    snaplen: SNAPLEN,
+                    datalink: datalink(fabric, p),
+                    ts_resolution: TsResolution::NanoSecond,
+                    endianness: Endianness::Little,
+                };
+                let mut w = PcapWriter::with_header(Vec::new(), header).expect("writing to a Vec");
+                for (_, ns, bytes, orig_len) in frames.iter().filter(|f| f.0 == i) {
+                    w.write_packet(&PcapPacket::new(Duration::from_nanos(*ns), *orig_len, bytes))
+                        .expect("writing to a Vec");
+                }
+                let name = format!("pcap_port{p}.pcap");
+                info.files.push(PcapFileInfo {
+                    file: name.clone(),
+                    port: p,
+                    interface: None,
+                    link_type: link_name(is_ib(fabric, p)),
+                    packets: count(i),
+                });
+                out.push((name, w.into_writer()));
+            }
+            out
+        }
+        PcapFormat::Pcapng => {
+            let section = SectionHeaderBlock {
+                endianness: Endianness::Little,
+                options: vec![SectionHeaderOption::UserApplication(Cow::Borrowed("fabricsim"))],
+                ..SectionHeaderBlock::default()
+            };
+            let mut w = PcapNgWriter::with_section_header(Vec::new(), section).expect("writing to a Vec");
+            for (i, &p) in sorted.iter().enumerate() {
+                let name = port_name(fabric, names, p);
+                w.write_pcapng_block(InterfaceDescriptionBlock {
+                    linktype: datalink(fabric, p),
+                    snaplen: SNAPLEN,
+                    options: vec![
+                        InterfaceDescriptionOption::IfName(Cow::Owned(name)),
+                        InterfaceDescriptionOption::IfDescription(Cow::Owned(format!("fabricsim port {p}"))),
+                        // 10^-9 s: the Enhanced Packet Blocks' timestamps are nanoseconds.
+                        InterfaceDescriptionOption::IfTsResol(9),
+                    ],
+                })
+                .expect("writing to a Vec");
+                info.files.push(PcapFileInfo {
+                    file: PCAPNG_FILE.to_owned(),
+                    port: p,
+                    interface: Some(i as u32),
+                    link_type: link_name(is_ib(fabric, p)),
+                    packets: count(i),
+                });
+            }
+            for (i, ns, bytes, orig_len) in &frames {
+                w.write_pcapng_block(EnhancedPacketBlock {
+                    interface_id: *i as u32,
+                    timestamp: Duration::from_nanos(*ns),
+                    original_len: *orig_len,
+                    data: Cow::Borrowed(bytes),
+                    options: Vec::new(),
+                })
+                .expect("writing to a Vec");
+            }
+            vec![(PCAPNG_FILE.to_owned(), w.into_inner())]
+        }
+    };
     (out, info)
+}
+
+/// Port `p`'s name, `node->peer` (as in the time series' `link` column).
+pub fn port_name(fabric: &Fabric, names: &[&str], p: u32) -> String {
+    let port = &fabric.ports()[p as usize];
+    format!("{}->{}", names[port.node as usize], names[port.peer_node as usize])
+}
+
+/// Snap length of the files' headers (a frame is at most its headers plus `payload_bytes`).
+const SNAPLEN: u32 = 65535;
+
+/// Whether port `p` carries InfiniBand packets: a credit link (InfiniBand, and the credit
+/// layers inside servers: NVLink, PCIe); else Ethernet frames (PFC links of RoCEv2, the base
+/// fabric's links), also in a cluster whose servers run the credit layer.
+fn is_ib(fabric: &Fabric, p: u32) -> bool {
+    fabric.link_fc(p) == LinkFc::Credit
+}
+
+/// The link type of port `p`: `LINKTYPE_INFINIBAND` (247) or Ethernet (1).
+fn datalink(fabric: &Fabric, p: u32) -> DataLink {
+    if is_ib(fabric, p) {
+        DataLink::INFINIBAND
+    } else {
+        DataLink::ETHERNET
+    }
+}
+
+/// The captured bytes and original length of record `r`; `None` for an InfiniBand
+/// link-level flow-control packet (not written).
+fn frame(fabric: &Fabric, r: &CapturedPacket, payload_bytes: u32) -> Option<(Vec<u8>, u32)> {
+    let port = &fabric.ports()[r.port as usize];
+    let flow = fabric.flows().get(r.flow as usize);
+    let (fsrc, fdst, size) = flow.map_or((0, 0, 0), |f| (f.src, f.dst, f.size.0));
+    // Data travels source to destination; ACK, NAK and CNP the other way.
+    let (src_host, dst_host) = if r.kind == PacketKind::Data {
+        (fsrc, fdst)
+    } else {
+        (fdst, fsrc)
+    };
+    let ends = Ends {
+        src_node: port.node,
+        dst_node: port.peer_node,
+        src_host,
+        dst_host,
+        flow_size: size,
+        mtu_bytes: fabric.config().mtu_bytes,
+    };
+    if is_ib(fabric, r.port) {
+        ib_packet(r, &ends, payload_bytes)
+    } else {
+        Some(ethernet_frame(r, &ends, payload_bytes))
+    }
 }
 
 /// Locally administered MAC of node `n`.

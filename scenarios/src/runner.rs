@@ -192,14 +192,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     let build_elapsed = started.elapsed();
     limits.wall_clock = Some(wall_budget(&loaded).saturating_sub(build_elapsed));
     loaded.check_sample_ports(fabric.ports().len())?;
-    let pcap_ports = {
-        let node_names: Vec<&str> = topology
-            .graph
-            .node_indices()
-            .map(|n| topology.graph[n].name.as_str())
-            .collect();
-        loaded.enable_pcap(&mut fabric, &node_names)?
-    };
+    let node_names: Vec<&str> = topology
+        .graph
+        .node_indices()
+        .map(|n| topology.graph[n].name.as_str())
+        .collect();
+    let pcap_ports = loaded.enable_pcap(&mut fabric, &node_names)?;
     let mut sampler = loaded.sampler(&fabric);
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
@@ -269,7 +267,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     // `[output] pcap`: one file per captured port (`pcap.rs`).
     let (pcap_names, pcap_bytes): (Vec<String>, Vec<Vec<u8>>) = match &loaded.scenario.output.pcap {
         Some(spec) => {
-            let (f, info) = crate::pcap::files(&fabric, &pcap_ports, spec.payload_bytes);
+            let (f, info) = crate::pcap::files(&fabric, &pcap_ports, spec.payload_bytes, spec.format, &node_names);
             summary.pcap = Some(info);
             f.into_iter().unzip()
         }
@@ -307,17 +305,12 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     }
     if let Some(sm) = &sampler {
         let hot: Vec<u32> = summary.hotspots.iter().map(|h| h.port).collect();
-        let names: Vec<&str> = topology
-            .graph
-            .node_indices()
-            .map(|n| topology.graph[n].name.as_str())
-            .collect();
-        let link = |p: u32| {
-            let port = &fabric.ports()[p as usize];
-            format!("{}->{}", names[port.node as usize], names[port.peer_node as usize])
-        };
-        files.push(("timeseries_ports.csv", sm.ports_csv(&fabric, &hot, link).into_bytes()));
-        files.push(("timeseries_flows.csv", sm.flows_csv().into_bytes()));
+        let link = |p: u32| crate::pcap::port_name(&fabric, &node_names, p);
+        let format = loaded.scenario.output.sample_format;
+        files.extend(sm.files(format, &fabric, &hot, link).map_err(|m| RunError::Output {
+            path: out_dir.display().to_string(),
+            message: m,
+        })?);
     }
     if let Some(rows) = &summary.training {
         files.push(("training.csv", crate::training_report::csv(rows).into_bytes()));

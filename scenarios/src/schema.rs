@@ -1215,6 +1215,10 @@ pub struct OutputSpec {
     /// Bound on the rows of both time-series files together; sampling stops there.
     #[serde(default = "default_sample_max_rows")]
     pub sample_max_rows: u64,
+    /// File format of the time series: `parquet` (default) or `csv`. Left out of
+    /// `scenario.resolved.toml` at its default, so existing inputs resolve as before.
+    #[serde(default, skip_serializing_if = "SampleFormat::is_default")]
+    pub sample_format: SampleFormat,
     /// `[output] pcap`: pcap files of chosen ports (`pcap.rs`); absent: no capture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcap: Option<crate::pcap::PcapSpec>,
@@ -1248,6 +1252,23 @@ pub enum SamplePorts {
     All,
 }
 
+/// `[output] sample_format`: the time series' file format.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleFormat {
+    /// `timeseries_ports.parquet`, `timeseries_flows.parquet` (`columns.rs`).
+    #[default]
+    Parquet,
+    /// `timeseries_ports.csv`, `timeseries_flows.csv`.
+    Csv,
+}
+
+impl SampleFormat {
+    fn is_default(&self) -> bool {
+        *self == SampleFormat::default()
+    }
+}
+
 fn default_sample_max_rows() -> u64 {
     crate::timeseries::DEFAULT_MAX_ROWS
 }
@@ -1265,6 +1286,7 @@ impl Default for OutputSpec {
             sample_ports: SamplePorts::default(),
             sample_port_ids: None,
             sample_max_rows: default_sample_max_rows(),
+            sample_format: SampleFormat::default(),
             pcap: None,
             trace: false,
             trace_max_events: default_trace_max_events(),

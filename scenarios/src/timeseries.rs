@@ -1,18 +1,20 @@
 //! Time series (`[output] sample = "10us"`): every `sample` of simulated time, per port
 //! (all, the top hotspots, or a list) the queue, utilisation, paused fraction per priority,
 //! ECN marks, credit stalls and drops over the window, and per sending flow its rate and
-//! goodput; written to `timeseries_ports.csv` and `timeseries_flows.csv`.
+//! goodput; written to `timeseries_ports.parquet` and `timeseries_flows.parquet`, or `.csv`
+//! with `sample_format = "csv"` (both from one `Columns` table each, `columns.rs`).
 //!
 //! The run is cut into windows: `sim_core::run` is called once per window with the window's
 //! end as its end time, and the sampler reads the fabric's cumulative counters between calls.
 //! No event is added and nothing in the engine changes, so every other output is byte for
 //! byte that of a run without sampling (a test checks it). Rows are bounded
-//! (`sample_max_rows`): when the bound is reached sampling stops, the run goes on, and both
-//! the files (a last `# truncated ...` line) and the terminal say where it stopped.
+//! (`sample_max_rows`): when the bound is reached sampling stops, the run goes on, and the
+//! files (a last `# truncated ...` line in CSV, `fabricsim.truncated` metadata in Parquet),
+//! `summary.json` and the terminal say where it stopped.
 
+use crate::columns::Columns;
 use fabrics::engine::Fabric;
 use sim_core::{Duration, EventQueue, Progress, RunLimits, RunOutcome, RunReport, Scheduler, SimTime};
-use std::fmt::Write as _;
 use std::ops::ControlFlow;
 
 /// `summary.json` `timeseries`.
@@ -238,7 +240,8 @@ impl Sampler {
         }
     }
 
-    fn truncated_line(&self) -> String {
+    /// The `# truncated ...` last line of the CSV files (empty when not cut).
+    pub fn truncated_line(&self) -> String {
         self.truncated_at
             .map(|t| {
                 format!(
@@ -250,95 +253,103 @@ impl Sampler {
             .unwrap_or_default()
     }
 
-    /// `timeseries_ports.csv`. `hotspots`: the port ids of the end-of-run ranking, best first
-    /// (used by [`PortSelection::Hotspots`]); `name(p)` names port `p`.
-    pub fn ports_csv(&self, fabric: &Fabric, hotspots: &[u32], name: impl Fn(u32) -> String) -> String {
+    /// The key-value metadata of the Parquet files: `fabricsim.truncated` (the CSV's last
+    /// line without `# `) when the row bound cut the series, else none.
+    pub fn parquet_metadata(&self) -> Vec<(&'static str, String)> {
+        let line = self.truncated_line();
+        let line = line.trim_start_matches("# ").trim_end();
+        if line.is_empty() {
+            Vec::new()
+        } else {
+            vec![("fabricsim.truncated", line.to_owned())]
+        }
+    }
+
+    /// The port series (`timeseries_ports.*`). `hotspots`: the port ids of the end-of-run
+    /// ranking, best first (used by [`PortSelection::Hotspots`]); `name(p)` names port `p`.
+    pub fn ports_table(&self, fabric: &Fabric, hotspots: &[u32], name: impl Fn(u32) -> String) -> Columns {
         let keep: Option<std::collections::BTreeSet<u32>> = match self.selection {
             PortSelection::Hotspots(n) => Some(hotspots.iter().take(n).copied().collect()),
             _ => None,
         };
-        let roce = fabric.roce().is_some();
-        let ib = fabric.ib().is_some();
-        let mut s = String::from("time_ns,port,link,queue_bytes,queue_mean_bytes,utilisation,drops");
-        if roce {
-            s.push_str(",ecn_marked");
+        let rows: Vec<&PortRow> = self
+            .port_rows
+            .iter()
+            .filter(|r| keep.as_ref().is_none_or(|k| k.contains(&r.port)))
+            .collect();
+        let mut c = Columns::default();
+        c.float("time_ns", 3, rows.iter().map(|r| r.t.ps() as f64 / 1e3));
+        c.int("port", rows.iter().map(|r| i64::from(r.port)));
+        c.text("link", rows.iter().map(|r| name(r.port)));
+        c.int("queue_bytes", rows.iter().map(|r| r.queue_bytes as i64));
+        c.float("queue_mean_bytes", 3, rows.iter().map(|r| r.queue_mean_bytes));
+        c.float("utilisation", 6, rows.iter().map(|r| r.utilisation));
+        c.int("drops", rows.iter().map(|r| r.drops as i64));
+        if fabric.roce().is_some() {
+            c.int("ecn_marked", rows.iter().map(|r| r.ecn_marked as i64));
             for p in 0..8 {
-                let _ = write!(s, ",paused_frac_p{p}");
+                c.float(&format!("paused_frac_p{p}"), 6, rows.iter().map(|r| r.paused_frac[p]));
             }
         }
-        if ib {
-            s.push_str(",credit_stall_frac");
+        if fabric.ib().is_some() {
+            c.float("credit_stall_frac", 6, rows.iter().map(|r| r.credit_stall_frac));
         }
-        s.push('\n');
-        for r in &self.port_rows {
-            if keep.as_ref().is_some_and(|k| !k.contains(&r.port)) {
-                continue;
-            }
-            let _ = write!(
-                s,
-                "{:.3},{},{},{},{:.3},{:.6},{}",
-                r.t.ps() as f64 / 1e3,
-                r.port,
-                name(r.port),
-                r.queue_bytes,
-                r.queue_mean_bytes,
-                r.utilisation,
-                r.drops
-            );
-            if roce {
-                let _ = write!(s, ",{}", r.ecn_marked);
-                for f in r.paused_frac {
-                    let _ = write!(s, ",{f:.6}");
-                }
-            }
-            if ib {
-                let _ = write!(s, ",{:.6}", r.credit_stall_frac);
-            }
-            s.push('\n');
-        }
-        s.push_str(&self.truncated_line());
-        s
+        c
     }
 
-    /// `timeseries_flows.csv`: per window, every flow that was sending (started, and not
-    /// complete or delivering in the window): its congestion-control rate at the window's end,
-    /// its goodput over the window, and its controller's state variables at the window's end
-    /// (one column each, named by the algorithm: `dcqcn_target_gbps`, `dcqcn_alpha`,
-    /// `timely_rtt_us`, `timely_rtt_diff_us`, `hpcc_u`, `hpcc_ref_rate_gbps`, `ibcc_ccti`;
-    /// empty where a flow's controller has no such variable).
-    pub fn flows_csv(&self) -> String {
+    /// The flow series (`timeseries_flows.*`): per window, every flow that was sending
+    /// (started, and not complete or delivering in the window): its congestion-control rate at
+    /// the window's end, its goodput over the window, and its controller's state variables at
+    /// the window's end (one column each, named by the algorithm: `dcqcn_target_gbps`,
+    /// `dcqcn_alpha`, `timely_rtt_us`, `timely_rtt_diff_us`, `hpcc_u`, `hpcc_ref_rate_gbps`,
+    /// `ibcc_ccti`; missing where a flow's controller has no such variable).
+    pub fn flows_table(&self) -> Columns {
         let mut names: Vec<&'static str> = Vec::new();
         for (name, _) in self.flow_rows.iter().flat_map(|r| r.cc.0.iter().flatten()) {
             if !names.contains(name) {
                 names.push(name);
             }
         }
-        let mut s = String::from("time_ns,flow,rate_gbps,goodput_gbps");
+        let rows = &self.flow_rows;
+        let mut c = Columns::default();
+        c.float("time_ns", 3, rows.iter().map(|r| r.t.ps() as f64 / 1e3));
+        c.int("flow", rows.iter().map(|r| i64::from(r.flow)));
+        c.float("rate_gbps", 6, rows.iter().map(|r| r.rate_bps as f64 / 1e9));
+        c.float("goodput_gbps", 6, rows.iter().map(|r| r.goodput_bps / 1e9));
         for n in &names {
-            let _ = write!(s, ",{n}");
+            let cell = |r: &FlowRow| r.cc.0.iter().flatten().find(|(k, _)| k == n).map(|(_, v)| *v);
+            c.opt_float(n, 6, rows.iter().map(cell));
         }
-        s.push('\n');
-        for r in &self.flow_rows {
-            let _ = write!(
-                s,
-                "{:.3},{},{:.6},{:.6}",
-                r.t.ps() as f64 / 1e3,
-                r.flow,
-                r.rate_bps as f64 / 1e9,
-                r.goodput_bps / 1e9
-            );
-            for n in &names {
-                match r.cc.0.iter().flatten().find(|(k, _)| k == n) {
-                    Some((_, v)) => {
-                        let _ = write!(s, ",{v:.6}");
-                    }
-                    None => s.push(','),
-                }
+        c
+    }
+
+    /// The time-series files in `format`, as (file name, bytes); `hotspots` and `name` as
+    /// for [`Sampler::ports_table`].
+    pub fn files(
+        &self,
+        format: crate::schema::SampleFormat,
+        fabric: &Fabric,
+        hotspots: &[u32],
+        name: impl Fn(u32) -> String,
+    ) -> Result<Vec<(&'static str, Vec<u8>)>, String> {
+        use crate::schema::SampleFormat;
+        let (ports, flows) = (self.ports_table(fabric, hotspots, name), self.flows_table());
+        Ok(match format {
+            SampleFormat::Csv => {
+                let end = self.truncated_line();
+                vec![
+                    ("timeseries_ports.csv", ports.csv(&end).into_bytes()),
+                    ("timeseries_flows.csv", flows.csv(&end).into_bytes()),
+                ]
             }
-            s.push('\n');
-        }
-        s.push_str(&self.truncated_line());
-        s
+            SampleFormat::Parquet => {
+                let meta = self.parquet_metadata();
+                vec![
+                    ("timeseries_ports.parquet", ports.parquet("timeseries_ports", &meta)?),
+                    ("timeseries_flows.parquet", flows.parquet("timeseries_flows", &meta)?),
+                ]
+            }
+        })
     }
 }
 

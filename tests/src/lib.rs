@@ -53,6 +53,16 @@ pub fn fabricsim<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
     }
 }
 
+/// The time series `<stem>.parquet` of the results directory `out` (the default
+/// `sample_format`), read back by fabricsim's own reader (`scenarios::columns`): the column
+/// names and the rows as text cells (empty where a value is missing). `tests/tests/timeseries.rs`
+/// checks that reader against the `parquet` crate's and against the CSV of the same run.
+pub fn series(out: &std::path::Path, stem: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let path = out.join(format!("{stem}.parquet"));
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    scenarios::columns::read_parquet(file).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// A test path as `&str` (test paths are UTF-8).
 pub fn s(p: &std::path::Path) -> &str {
     p.to_str().expect("test paths are UTF-8")

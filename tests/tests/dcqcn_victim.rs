@@ -67,7 +67,7 @@ fn size_b(s: &str) -> f64 {
 
 use std::str::FromStr;
 
-/// One row of `timeseries_flows.csv` for the victim: window end (s), R_C (b/s), goodput (b/s).
+/// One row of `timeseries_flows.parquet` for the victim: window end (s), R_C (b/s), goodput (b/s).
 #[derive(Clone, Copy, Debug)]
 struct Row {
     t: f64,
@@ -115,10 +115,9 @@ fn victim_recovers_at_r_ai_per_timer_period_and_its_goodput_follows_the_rate() {
     }
     let victim = victim.expect("a victim flow");
 
-    let mut ts = csv::Reader::from_path(out.join("timeseries_flows.csv")).unwrap();
+    let (_, ts) = fabricsim_tests::series(&out, "timeseries_flows");
     let rows: Vec<Row> = ts
-        .records()
-        .map(|r| r.unwrap())
+        .iter()
         .filter(|r| parse::<u32>(&r[1]) == victim)
         .map(|r| Row {
             t: parse::<f64>(&r[0]) * 1e-9,

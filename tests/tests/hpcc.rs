@@ -123,12 +123,7 @@ fn measure(out: &Path) -> Measured {
         }
     }
     let mut windows = Vec::new();
-    let mut rd = csv::Reader::from_path(out.join("timeseries_flows.csv")).unwrap();
-    for r in rd.records() {
-        let r = r.unwrap();
-        if r[0].starts_with('#') {
-            continue;
-        }
+    for r in fabricsim_tests::series(out, "timeseries_flows").1 {
         let t: f64 = r[0].parse::<f64>().unwrap() * 1e-9;
         windows.push((t, r[1].parse().unwrap(), r[3].parse::<f64>().unwrap() * 1e9));
     }
@@ -181,7 +176,7 @@ fn incast_16_to_1_hpcc_bounds_the_queue_and_never_pauses_where_dcqcn_does() {
     );
     // Steady state (windows after the first 500 µs, while all 16 send): the aggregate
     // goodput near η of the payload rate, and a short queue (the mean queue of the windows,
-    // from timeseries_ports.csv, below a tenth of a BDP).
+    // from timeseries_ports.parquet, below a tenth of a BDP).
     let mut per_t: std::collections::BTreeMap<u64, (usize, f64)> = Default::default();
     for &(t, _, g) in &hp.windows {
         let e = per_t.entry((t * 1e9) as u64).or_default();
@@ -205,13 +200,11 @@ fn incast_16_to_1_hpcc_bounds_the_queue_and_never_pauses_where_dcqcn_does() {
             "aggregate goodput {g} b/s outside [85, 91] Gb/s (η·payload share = 87.8 Gb/s)"
         );
     }
-    let mut rd = csv::Reader::from_path(dir.path().join("hpcc/timeseries_ports.csv")).unwrap();
-    let h = rd.headers().unwrap().clone();
+    let (h, rows) = fabricsim_tests::series(&dir.path().join("hpcc"), "timeseries_ports");
     let col = |k: &str| h.iter().position(|c| c == k).unwrap();
     let (tc, lc, qc) = (col("time_ns"), col("link"), col("queue_mean_bytes"));
     let (mut checked, mut worst) = (0, 0f64);
-    for r in rd.records() {
-        let r = r.unwrap();
+    for r in rows {
         let t: f64 = r[tc].parse::<f64>().unwrap() * 1e-9;
         if t > 500e-6 && t < 5e-3 && r[lc].ends_with("h0") {
             let q: f64 = r[qc].parse().unwrap();

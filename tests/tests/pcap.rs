@@ -23,7 +23,11 @@ fn scenario(name: &str, output: &str, end_time: Option<&str>) -> (tempfile::Temp
         let j = i + text[i..].find('\n').unwrap();
         text.replace_range(i..j, &format!("end_time = \"{t}\""));
     }
-    let text = text.replacen("[run]", &format!("[output]\n{output}\n\n[run]"), 1);
+    let text = if text.contains("\n[run]") {
+        text.replacen("\n[run]", &format!("\n[output]\n{output}\n\n[run]"), 1)
+    } else {
+        format!("{text}\n[output]\n{output}\n")
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.toml");
     std::fs::write(&path, text).unwrap();
@@ -36,6 +40,7 @@ fn run(path: &Path, out: &Path) -> String {
     o.stdout
 }
 
+#[derive(Debug, PartialEq)]
 struct Frame {
     ts_ns: u64,
     orig_len: u32,
@@ -57,6 +62,63 @@ fn read_pcap(path: &Path) -> (DataLink, Vec<Frame>) {
         });
     }
     (link, frames)
+}
+
+/// A pcapng interface: link type, `if_name`, `if_tsresol`.
+#[derive(Debug, PartialEq)]
+struct Iface {
+    link: DataLink,
+    name: String,
+    tsresol: Option<u8>,
+}
+
+/// A pcapng file's application name, interfaces and (interface id, frame) in file order.
+fn read_pcapng(path: &Path) -> (String, Vec<Iface>, Vec<(u32, Frame)>) {
+    use pcap_file::pcapng::Block;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption as Opt;
+    use pcap_file::pcapng::blocks::section_header::SectionHeaderOption;
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = pcap_file::pcapng::PcapNgReader::new(&bytes[..]).unwrap();
+    let app = r
+        .section()
+        .options
+        .iter()
+        .find_map(|o| match o {
+            SectionHeaderOption::UserApplication(a) => Some(a.to_string()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let mut frames = Vec::new();
+    while let Some(b) = r.next_block() {
+        if let Block::EnhancedPacket(p) = b.unwrap() {
+            let frame = Frame {
+                ts_ns: p.timestamp.as_nanos() as u64,
+                orig_len: p.original_len,
+                data: p.data.into_owned(),
+            };
+            frames.push((p.interface_id, frame));
+        }
+    }
+    let ifaces = r
+        .interfaces()
+        .iter()
+        .map(|i| Iface {
+            link: i.linktype,
+            name: i
+                .options
+                .iter()
+                .find_map(|o| match o {
+                    Opt::IfName(n) => Some(n.to_string()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            tsresol: i.options.iter().find_map(|o| match o {
+                Opt::IfTsResol(t) => Some(*t),
+                _ => None,
+            }),
+        })
+        .collect();
+    (app, ifaces, frames)
 }
 
 /// `ports.csv` as port id -> column -> value.
@@ -211,6 +273,70 @@ fn the_capture_is_the_same_bytes_run_after_run() {
     }
 }
 
+/// `format = "pcapng"`: one `capture.pcapng` with an interface per captured port (port
+/// order, Ethernet link type, `if_name` = `node->peer`, nanosecond `if_tsresol`), holding
+/// exactly the packets of the per-port pcap files, in time order across ports, the same
+/// bytes run after run.
+#[test]
+fn pcapng_holds_the_pcap_files_packets_in_one_file_in_time_order() {
+    let ng = INCAST_PCAP.replace(" }", r#", format = "pcapng" }"#);
+    let (dir, path) = scenario(INCAST, &ng, None);
+    let (pcap_dir, pcap_path) = scenario(INCAST, INCAST_PCAP, None);
+    let (out, again, pcap_out) = (
+        dir.path().join("out"),
+        dir.path().join("again"),
+        pcap_dir.path().join("out"),
+    );
+    run(&path, &out);
+    run(&path, &again);
+    run(&pcap_path, &pcap_out);
+    let file = out.join("capture.pcapng");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(again.join("capture.pcapng")).unwrap(),
+        "deterministic bytes"
+    );
+    assert!(!out.join("pcap_port0.pcap").exists());
+    let rows = port_counters(&out);
+    let (app, ifaces, frames) = read_pcapng(&file);
+    assert_eq!(app, "fabricsim");
+    let want: Vec<Iface> = INCAST_PORTS
+        .iter()
+        .map(|p| Iface {
+            link: DataLink::ETHERNET,
+            name: format!("{}->{}", rows[p]["node"], rows[p]["peer"]),
+            tsresol: Some(9),
+        })
+        .collect();
+    assert_eq!(ifaces, want);
+    assert!(
+        frames.windows(2).all(|w| w[0].1.ts_ns <= w[1].1.ts_ns),
+        "time order across interfaces"
+    );
+    let sm = summary(&out);
+    assert_eq!(sm["pcap"]["packets"], frames.len());
+    for (i, p) in INCAST_PORTS.into_iter().enumerate() {
+        let mine: Vec<&Frame> = frames.iter().filter(|f| f.0 == i as u32).map(|f| &f.1).collect();
+        assert_eq!(mine.len() as u64, count(&rows, p, "packets_tx"), "port {p}");
+        let (_, pcap) = read_pcap(&pcap_out.join(format!("pcap_port{p}.pcap")));
+        assert!(
+            mine.iter().copied().eq(pcap.iter()),
+            "port {p}: the pcap file's packets"
+        );
+        let f = &sm["pcap"]["files"][i];
+        assert_eq!(
+            (&f["file"], &f["port"], &f["interface"], &f["link_type"]),
+            (
+                &serde_json::json!("capture.pcapng"),
+                &serde_json::json!(p),
+                &serde_json::json!(i),
+                &serde_json::json!("ethernet")
+            )
+        );
+        assert_eq!(f["packets"], mine.len());
+    }
+}
+
 #[test]
 fn max_packets_cuts_the_capture_with_a_message() {
     let (dir, path) = scenario(INCAST, "pcap = { ports = [64, 224], max_packets = 100 }", None);
@@ -243,6 +369,12 @@ fn bad_pcap_ports_are_refused_at_their_key() {
         (r#"["leaf0 -> spine2"]"#, "output.pcap.ports[0]", "parallel ports"),
         (r#"["h0 -> nowhere"]"#, "output.pcap.ports[0]", "no port"),
         ("[3, 3]", "output.pcap.ports[1]", "twice"),
+        (
+            r#"[0], format = "pcap-ng""#,
+            "output.pcap.format",
+            "expected `pcap` or `pcapng`",
+        ),
+        (r#"[0], fromat = "pcapng""#, "output.pcap.fromat", "unknown field"),
     ] {
         let (dir, path) = scenario(INCAST, &format!("pcap = {{ ports = {ports} }}"), None);
         let o = fabricsim(&["run", s(&path), "--out", s(&dir.path().join("out"))]);
@@ -424,10 +556,9 @@ fn tshark_decodes_infiniband_lrh_and_bth() {
     let mut bytes = std::fs::read(&src).unwrap();
     assert_eq!(u32::from_le_bytes(bytes[20..24].try_into().unwrap()), 247);
     bytes[20..24].copy_from_slice(&147u32.to_le_bytes());
-    let user = dir.path().join("user0.pcap");
-    std::fs::write(&user, bytes).unwrap();
-    let f = fields(
-        &user,
+    let f = ib_fields(
+        &dir.path().join("user0.pcap"),
+        &bytes,
         &[
             "infiniband.lrh.lnh",
             "infiniband.lrh.dlid",
@@ -436,7 +567,7 @@ fn tshark_decodes_infiniband_lrh_and_bth() {
             "infiniband.bth.destqp",
             "_ws.malformed",
         ],
-        &["-o", r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#],
+        &[],
     );
     assert!(!f.is_empty());
     // Leaf to host 5: data to LID 6 (host 5 + 1) from the hot senders, RDMA WRITE opcodes.
@@ -447,4 +578,100 @@ fn tshark_decodes_infiniband_lrh_and_bth() {
     }
     let senders: std::collections::BTreeSet<&str> = f.iter().map(|r| &r[2][..]).collect();
     assert!(senders.len() > 1, "{senders:?}");
+}
+
+/// `fields` of `bytes` (a capture whose InfiniBand link type was changed to 147), written to
+/// `user`, with user link type 147 mapped to tshark's InfiniBand dissector.
+fn ib_fields(user: &Path, bytes: &[u8], names: &[&str], extra: &[&str]) -> Vec<Vec<String>> {
+    std::fs::write(user, bytes).unwrap();
+    let mut args = vec!["-o", r#"uat:user_dlts:"User 0 (DLT=147)","infiniband","0","","0","""#];
+    args.extend_from_slice(extra);
+    fields(user, names, &args)
+}
+
+/// Changes every Interface Description Block of link type 247 to user link type 147 (see
+/// `tshark_decodes_infiniband_lrh_and_bth`); returns how many it changed.
+fn pcapng_ib_as_user_dlt(bytes: &mut [u8]) -> usize {
+    let (mut at, mut changed) = (0, 0);
+    while at + 12 <= bytes.len() {
+        let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
+        let (kind, len) = (word(at), word(at + 4) as usize);
+        if kind == 1 && u16::from_le_bytes([bytes[at + 8], bytes[at + 9]]) == 247 {
+            bytes[at + 8..at + 10].copy_from_slice(&147u16.to_le_bytes());
+            changed += 1;
+        }
+        at += len;
+    }
+    changed
+}
+
+/// A RoCEv2 GPU cluster in one pcapng: the NIC's network port and the edge switch's port
+/// to it are Ethernet interfaces (PFC links) decoding as RoCEv2, the PCIe hop inside the
+/// server an InfiniBand interface (a credit link) decoding as LRH/BTH; tshark names each
+/// packet's interface, and the per-interface counts are the ports' `packets_tx` (less the
+/// credit link's flow-control packets, counted as omitted).
+#[test]
+fn tshark_decodes_a_pcapng_of_ethernet_and_infiniband_interfaces() {
+    let ports = r#"["s0.pcie0 -> s0.nic0", "s0.nic0 -> edge0.0", "edge0.0 -> s0.nic0"]"#;
+    let (dir, path) = scenario(
+        "cluster16_hgx_roce400_allreduce.toml",
+        &format!("pcap = {{ ports = {ports}, format = \"pcapng\" }}"),
+        None,
+    );
+    let out = dir.path().join("out");
+    run(&path, &out);
+    let rows = port_counters(&out);
+    let sm = summary(&out);
+    let files = sm["pcap"]["files"].as_array().unwrap();
+    let links: Vec<&str> = files.iter().map(|f| f["link_type"].as_str().unwrap()).collect();
+    // Port order: the PCIe port (lowest id), the NIC's network port, the edge's port.
+    assert_eq!(links, ["infiniband", "ethernet", "ethernet"]);
+    let id = |i: usize| files[i]["port"].as_u64().unwrap() as u32;
+    let f = fields(
+        &out.join("capture.pcapng"),
+        &[
+            "frame.interface_id",
+            "frame.interface_name",
+            "eth.type",
+            "udp.dstport",
+            "infiniband.bth.opcode",
+            "_ws.malformed",
+        ],
+        &[],
+    );
+    for i in 1..3 {
+        let mine: Vec<&Vec<String>> = f.iter().filter(|r| r[0] == i.to_string()).collect();
+        let p = id(i);
+        assert_eq!(mine.len() as u64, count(&rows, p, "packets_tx"), "port {p}");
+        let name = format!("{}->{}", rows[&p]["node"], rows[&p]["peer"]);
+        for r in &mine {
+            assert_eq!((&r[1], &r[2][..], &r[3][..]), (&name, "0x0800", "4791"), "{r:?}");
+            assert!(["6", "7", "8", "10", "17", "129"].contains(&&r[4][..]), "{r:?}");
+            assert_eq!(r[5], "", "malformed {r:?}");
+        }
+        assert!(mine.iter().any(|r| r[4] == "7"), "port {p}: data");
+    }
+    // The PCIe interface, as InfiniBand (user link type 147 for Wireshark 4.0).
+    let mut bytes = std::fs::read(out.join("capture.pcapng")).unwrap();
+    assert_eq!(pcapng_ib_as_user_dlt(&mut bytes), 1);
+    let ib = ib_fields(
+        &dir.path().join("user0.pcapng"),
+        &bytes,
+        &[
+            "frame.interface_id",
+            "infiniband.lrh.lnh",
+            "infiniband.bth.opcode",
+            "_ws.malformed",
+        ],
+        &["-Y", "frame.interface_id == 0"],
+    );
+    assert!(!ib.is_empty());
+    for r in &ib {
+        assert_eq!(&r[1][..], "0x02", "{r:?}");
+        assert!(["6", "7", "8", "10"].contains(&&r[2][..]), "{r:?}");
+        assert_eq!(r[3], "", "malformed {r:?}");
+    }
+    let omitted = sm["pcap"]["flow_control_omitted"].as_u64().unwrap();
+    assert_eq!(ib.len() as u64 + omitted, count(&rows, id(0), "packets_tx"));
+    assert_eq!(sm["pcap"]["packets"], f.len());
 }

@@ -1,5 +1,7 @@
 //! Plots (`fabricsim run --plots`, `fabricsim plot DIR`): the SVG files are parsed and
-//! checked for their elements, axis labels and values in range.
+//! checked for their elements, axis labels and values in range; the time-series figures are
+//! drawn from Parquet as from CSV; the PNG files decode, have twice the SVG's size, show the
+//! figure and its text, and are the same bytes run after run.
 
 use fabricsim_tests::{catalogue, fabricsim, s};
 use std::path::Path;
@@ -74,17 +76,29 @@ fn with_output(toml: &str, output: &str) -> String {
     toml.replacen("[run]", &format!("[output]\n{output}\n\n[run]"), 1)
 }
 
+/// `roce_victim_flow` sampled every 20 us, run with `--plots` and `extra` arguments into
+/// `dir/out`: the scenario's path, the results directory and the run's stdout.
+fn victim_with_plots(dir: &Path, extra: &[&str]) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
+    let path = dir.join("v.toml");
+    std::fs::write(&path, with_output(&text, "sample = \"20us\"")).unwrap();
+    let out = dir.join("out");
+    let mut args = vec!["run", s(&path), "--out", s(&out), "--plots"];
+    args.extend_from_slice(extra);
+    let o = fabricsim(&args);
+    assert_eq!(o.code, 0, "{o:?}");
+    (path, out, o.stdout)
+}
+
 #[test]
 fn run_with_plots_draws_every_figure_with_labelled_axes_and_values_in_range() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(catalogue("roce_victim_flow.toml")).unwrap();
-    let path = dir.path().join("v.toml");
-    std::fs::write(&path, with_output(&text, "sample = \"20us\"")).unwrap();
-    let out = dir.path().join("out");
-    let o = fabricsim(&["run", s(&path), "--out", s(&out), "--plots"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stdout.contains("plots: 7 files in"), "{}", o.stdout);
+    let (_, out, stdout) = victim_with_plots(dir.path(), &[]);
+    assert!(stdout.contains("plots: 7 files in"), "{stdout}");
+    // The time-series figures below are drawn from the Parquet files (the default format).
+    assert!(out.join("timeseries_ports.parquet").exists() && !out.join("timeseries_ports.csv").exists());
     let plots = out.join("plots");
+    assert!(!plots.join("fct_cdf.png").exists(), "SVG only by default");
     for (file, title, x, y) in [
         (
             "fct_cdf.svg",
@@ -173,6 +187,139 @@ fn run_with_plots_draws_every_figure_with_labelled_axes_and_values_in_range() {
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.stdout.lines().count(), 7, "{}", o.stdout);
     assert_eq!(std::fs::read(plots.join("util_hotspots.svg")).unwrap(), before);
+}
+
+/// The time-series figures of a CSV run and of a Parquet run of the same scenario are the
+/// same bytes: the Parquet files are read back to the same points.
+#[test]
+fn time_series_figures_are_the_same_from_parquet_and_from_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(catalogue("roce_dcqcn_convergence.toml")).unwrap();
+    let mut outs = Vec::new();
+    for format in ["parquet", "csv"] {
+        let path = dir.path().join(format!("{format}.toml"));
+        let output = format!("sample = \"20us\"\nsample_format = \"{format}\"");
+        std::fs::write(&path, with_output(&text, &output)).unwrap();
+        let out = dir.path().join(format);
+        let o = fabricsim(&["run", s(&path), "--out", s(&out), "--plots"]);
+        assert_eq!(o.code, 0, "{o:?}");
+        assert!(out.join(format!("timeseries_flows.{format}")).exists());
+        outs.push(out);
+    }
+    for f in ["queue_hotspots.svg", "util_hotspots.svg", "flow_rates.svg"] {
+        let [a, b] = [&outs[0], &outs[1]].map(|o| std::fs::read(o.join("plots").join(f)).unwrap());
+        assert!(
+            parse(&outs[0].join("plots").join(f)).lines.len() > 2,
+            "{f}: lines drawn"
+        );
+        assert_eq!(a, b, "{f}");
+    }
+}
+
+/// A PNG's size and pixels (RGBA).
+fn png(path: &Path) -> (u32, u32, Vec<[u8; 4]>) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = png::Decoder::new(std::io::BufReader::new(file)).read_info().unwrap();
+    let mut buf = vec![0; r.output_buffer_size().unwrap()];
+    let info = r.next_frame(&mut buf).unwrap();
+    assert_eq!(
+        (info.color_type, info.bit_depth),
+        (png::ColorType::Rgba, png::BitDepth::Eight)
+    );
+    let px = buf[..info.buffer_size()]
+        .chunks(4)
+        .map(|c| [c[0], c[1], c[2], c[3]])
+        .collect();
+    (info.width, info.height, px)
+}
+
+/// Pixels darker than mid-grey (text, axes, dark lines).
+fn dark(px: &[[u8; 4]]) -> usize {
+    px.iter()
+        .filter(|p| u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2]) < 3 * 128)
+        .count()
+}
+
+/// Issue 13: `--plot-format both` writes a PNG beside each SVG: it decodes, is twice the
+/// SVG's width and height, is opaque, is not blank (many colours, no single colour covering
+/// it), its text is drawn (removing the SVG's `<text>` elements removes thousands of dark
+/// pixels: the embedded font was found), and `fabricsim plot --plot-format png` redraws the
+/// same bytes without writing SVG.
+#[test]
+fn png_figures_decode_at_twice_the_svg_size_with_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, out, stdout) = victim_with_plots(dir.path(), &["--plot-format", "both"]);
+    assert!(stdout.contains("plots: 14 files in"), "{stdout}");
+    let plots = out.join("plots");
+    let mut pngs = Vec::new();
+    for e in std::fs::read_dir(&plots).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "svg") {
+            pngs.push(p.with_extension("png"));
+        }
+    }
+    pngs.sort();
+    assert_eq!(pngs.len(), 7);
+    for p in &pngs {
+        let svg_path = p.with_extension("svg");
+        let svg = parse(&svg_path);
+        let (w, h, px) = png(p);
+        assert_eq!(
+            (f64::from(w), f64::from(h)),
+            (2.0 * svg.size.0, 2.0 * svg.size.1),
+            "{}",
+            p.display()
+        );
+        assert!(px.iter().all(|c| c[3] == 255), "{}: opaque", p.display());
+        let mut colours: std::collections::BTreeMap<[u8; 4], usize> = Default::default();
+        for c in &px {
+            *colours.entry(*c).or_default() += 1;
+        }
+        let most = colours.values().max().unwrap();
+        assert!(colours.len() > 50, "{}: {} colours", p.display(), colours.len());
+        assert!(*most < px.len() * 99 / 100, "{}: one colour covers it", p.display());
+        // The same SVG without its text draws far fewer dark pixels.
+        let source = std::fs::read_to_string(&svg_path).unwrap();
+        let mut bare = String::new();
+        let mut rest = source.as_str();
+        while let Some(i) = rest.find("<text") {
+            bare.push_str(&rest[..i]);
+            let j = rest[i..].find("</text>").unwrap() + i + "</text>".len();
+            rest = &rest[j..];
+        }
+        bare.push_str(rest);
+        assert!(bare.len() < source.len(), "{}: has text", p.display());
+        let bare_png = dir.path().join("bare.png");
+        std::fs::write(&bare_png, scenarios::plots::png::png(&bare).unwrap()).unwrap();
+        let (with, without) = (dark(&px), dark(&png(&bare_png).2));
+        assert!(
+            with > without + 2000,
+            "{}: text pixels {with} vs {without}",
+            p.display()
+        );
+    }
+    // Redrawn as PNG only: the same bytes.
+    let before: Vec<Vec<u8>> = pngs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let replot = dir.path().join("replot");
+    std::fs::create_dir(&replot).unwrap();
+    for f in std::fs::read_dir(&out).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() {
+            std::fs::copy(&f, replot.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let o = fabricsim(&["plot", s(&replot), "--plot-format", "png"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stdout.lines().count(), 7, "{}", o.stdout);
+    for (p, b) in pngs.iter().zip(&before) {
+        let again = replot.join("plots").join(p.file_name().unwrap());
+        assert_eq!(&std::fs::read(&again).unwrap(), b, "{}", again.display());
+        assert!(!again.with_extension("svg").exists());
+    }
+    // `--plot-format` belongs to `--plots`.
+    let o = fabricsim(&["run", s(&path), "--out", s(&out), "--plot-format", "png"]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("--plots"), "{o:?}");
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! Time series (`[output] sample`) and utilisation over the active interval: sampling changes
 //! no other output, the windows add up to the whole-run counters, the row bound cuts the
-//! series with a message, and bad settings are refused at their key.
+//! series with a message, the Parquet files (the default) hold what the CSV files do, and
+//! bad settings are refused at their key.
 
-use fabricsim_tests::{catalogue, fabricsim, s};
+use fabricsim_tests::{catalogue, fabricsim, s, series};
+use parquet::file::reader::FileReader;
 use std::path::{Path, PathBuf};
 
 fn scenario(toml: &str) -> (tempfile::TempDir, PathBuf) {
@@ -100,7 +102,7 @@ fn sampling_changes_no_other_output() {
     // And sampling twice gives the same bytes.
     let c = dir.path().join("c");
     run(&sampled, &c);
-    for f in ["timeseries_ports.csv", "timeseries_flows.csv", "summary.json"] {
+    for f in ["timeseries_ports.parquet", "timeseries_flows.parquet", "summary.json"] {
         assert_eq!(
             std::fs::read(b.join(f)).unwrap(),
             std::fs::read(c.join(f)).unwrap(),
@@ -116,7 +118,7 @@ fn windows_add_up_to_the_whole_run() {
     let (dir, path) = scenario(&with_output(LONE, "sample = \"10us\"\nsample_ports = \"all\""));
     let out = dir.path().join("out");
     run(&path, &out);
-    let (h, rows) = table(&out.join("timeseries_ports.csv"));
+    let (h, rows) = series(&out, "timeseries_ports");
     let (ph, ports) = table(&out.join("ports.csv"));
     let end_ns = summary(&out)["run"]["sim_time_ns"].as_f64().unwrap();
     let nic = &ports[0];
@@ -137,7 +139,7 @@ fn windows_add_up_to_the_whole_run() {
     // The flow is idle before 200 us: no row of port 0 before then.
     let first = rows.iter().find(|r| r[1] == "0").unwrap();
     assert!(num(&h, first, "time_ns") >= 200_000.0);
-    let (fh, flows) = table(&out.join("timeseries_flows.csv"));
+    let (fh, flows) = series(&out, "timeseries_flows");
     let window_ns = |t: f64| t - ((t - 1e-6) / 10_000.0).floor() * 10_000.0;
     let bits: f64 = flows
         .iter()
@@ -153,29 +155,130 @@ fn windows_add_up_to_the_whole_run() {
     assert!(whole < active * 0.5, "{whole} vs {active}");
 }
 
-/// The row bound stops sampling, and the files, summary and terminal say where.
+/// The row bound stops sampling, and the files, summary and terminal say where: the CSV
+/// ends with a `# truncated` line, the Parquet files carry the same words in their footer's
+/// key-value metadata (`fabricsim.truncated`).
 #[test]
 fn the_row_bound_cuts_the_series_with_a_message() {
-    let (dir, path) = scenario(&with_output(
-        LONE,
-        "sample = \"1us\"\nsample_ports = \"all\"\nsample_max_rows = 20",
-    ));
-    let out = dir.path().join("out");
-    let text = run(&path, &out);
-    assert!(text.contains("time series CUT at"), "{text}");
-    let ports = std::fs::read_to_string(out.join("timeseries_ports.csv")).unwrap();
-    assert!(
-        ports.lines().last().unwrap().starts_with("# truncated at time_ns"),
-        "{ports}"
+    for format in ["csv", "parquet"] {
+        let (dir, path) = scenario(&with_output(
+            LONE,
+            &format!("sample = \"1us\"\nsample_ports = \"all\"\nsample_max_rows = 20\nsample_format = \"{format}\""),
+        ));
+        let out = dir.path().join("out");
+        let text = run(&path, &out);
+        assert!(text.contains("time series CUT at"), "{text}");
+        let ts = &summary(&out)["timeseries"];
+        let cut_ns = ts["truncated_at_ns"].as_f64().unwrap();
+        assert!(cut_ns > 200_000.0);
+        assert_eq!(ts["max_rows"], 20);
+        let says = format!("truncated at time_ns {cut_ns:.3}: sample_max_rows = 20 reached");
+        let n_rows = if format == "csv" {
+            let ports = std::fs::read_to_string(out.join("timeseries_ports.csv")).unwrap();
+            assert_eq!(ports.lines().last().unwrap(), format!("# {says}"), "{ports}");
+            let flows = std::fs::read_to_string(out.join("timeseries_flows.csv")).unwrap();
+            assert_eq!(flows.lines().last().unwrap(), format!("# {says}"), "{flows}");
+            ports.lines().count() - 2 + flows.lines().count() - 2
+        } else {
+            let mut n = 0;
+            for stem in ["timeseries_ports", "timeseries_flows"] {
+                let r = parquet_reader(&out.join(format!("{stem}.parquet")));
+                let meta = r.metadata().file_metadata();
+                let kv = meta.key_value_metadata().expect("key-value metadata");
+                assert_eq!(kv.len(), 1, "{kv:?}");
+                assert_eq!(kv[0].key, "fabricsim.truncated");
+                assert_eq!(kv[0].value.as_deref(), Some(says.as_str()));
+                n += meta.num_rows() as usize;
+            }
+            n
+        };
+        assert!(n_rows > 0 && n_rows <= 20, "{format}: {n_rows} rows");
+        assert_eq!(
+            n_rows as u64,
+            ts["port_rows_recorded"].as_u64().unwrap() + ts["flow_rows"].as_u64().unwrap()
+        );
+        // The run itself went on to the end.
+        assert_eq!(summary(&out)["flows"]["completed"], 1);
+    }
+}
+
+fn parquet_reader(path: &Path) -> parquet::file::serialized_reader::SerializedFileReader<std::fs::File> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parquet::file::serialized_reader::SerializedFileReader::new(f).unwrap()
+}
+
+/// Issue 13: the Parquet time series (the default) holds the rows and values of the CSV of
+/// the same run, read with the `parquet` crate's own reader: the same columns in order
+/// (integers INT64, numbers DOUBLE, `link` UTF-8 text), the same number of rows, every
+/// integer and text cell equal, every number equal to the CSV's at the CSV's decimal places.
+/// Its `created_by` names fabricsim only, and it is far smaller than the CSV.
+#[test]
+fn parquet_holds_the_rows_and_values_of_the_csv() {
+    use parquet::record::Field;
+    let text = std::fs::read_to_string(catalogue("roce_dcqcn_convergence.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (csv_out, pq_out) = (dir.path().join("csv"), dir.path().join("parquet"));
+    for (format, out) in [("csv", &csv_out), ("parquet", &pq_out)] {
+        let path = dir.path().join(format!("{format}.toml"));
+        let output = format!("sample = \"5us\"\nsample_ports = \"all\"\nsample_format = \"{format}\"");
+        std::fs::write(&path, with_output(&text, &output)).unwrap();
+        run(&path, out);
+    }
+    let (mut csv_bytes, mut pq_bytes) = (0, 0);
+    for stem in ["timeseries_ports", "timeseries_flows"] {
+        let csv_path = csv_out.join(format!("{stem}.csv"));
+        let pq_path = pq_out.join(format!("{stem}.parquet"));
+        assert!(!pq_out.join(format!("{stem}.csv")).exists() && !csv_out.join(format!("{stem}.parquet")).exists());
+        csv_bytes += std::fs::metadata(&csv_path).unwrap().len();
+        pq_bytes += std::fs::metadata(&pq_path).unwrap().len();
+        let (header, rows) = table(&csv_path);
+        let r = parquet_reader(&pq_path);
+        let meta = r.metadata().file_metadata();
+        assert!(
+            meta.created_by().unwrap().starts_with("fabricsim "),
+            "{:?}",
+            meta.created_by()
+        );
+        assert!(meta.key_value_metadata().is_none(), "not truncated: no metadata");
+        let names: Vec<&str> = meta.schema_descr().columns().iter().map(|c| c.name()).collect();
+        assert_eq!(names, header, "{stem}: columns");
+        assert!(rows.len() > 100, "{stem}: {} rows", rows.len());
+        assert_eq!(meta.num_rows() as usize, rows.len(), "{stem}: rows");
+        let mut n = 0;
+        for (row, csv) in r.get_row_iter(None).unwrap().zip(&rows) {
+            let row = row.unwrap();
+            for ((name, field), cell) in row.get_column_iter().zip(csv) {
+                let got = match field {
+                    Field::Long(v) => v.to_string(),
+                    Field::Str(v) => v.clone(),
+                    Field::Double(v) => {
+                        let places = cell.split_once('.').map_or(0, |(_, d)| d.len());
+                        format!("{v:.places$}")
+                    }
+                    Field::Null => String::new(),
+                    f => panic!("{stem}.{name}: unexpected {f:?}"),
+                };
+                assert_eq!(&got, cell, "{stem} row {n} column {name}");
+            }
+            n += 1;
+        }
+        assert_eq!(n, rows.len());
+    }
+    let types: Vec<String> = parquet_reader(&pq_out.join("timeseries_ports.parquet"))
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .take(4)
+        .map(|c| format!("{}:{}", c.name(), c.physical_type()))
+        .collect();
+    assert_eq!(
+        types,
+        ["time_ns:DOUBLE", "port:INT64", "link:BYTE_ARRAY", "queue_bytes:INT64"]
     );
-    let n_rows = ports.lines().count() - 2;
-    let flows = std::fs::read_to_string(out.join("timeseries_flows.csv")).unwrap();
-    assert!(n_rows + flows.lines().count() - 2 <= 20);
-    let ts = &summary(&out)["timeseries"];
-    assert!(ts["truncated_at_ns"].as_f64().unwrap() > 200_000.0);
-    assert_eq!(ts["max_rows"], 20);
-    // The run itself went on to the end.
-    assert_eq!(summary(&out)["flows"]["completed"], 1);
+    eprintln!("time series: Parquet {pq_bytes} B, CSV {csv_bytes} B");
+    assert!(pq_bytes * 5 < csv_bytes, "Parquet {pq_bytes} B vs CSV {csv_bytes} B");
 }
 
 /// PFC pauses and credit stalls appear as fractions of the window, in range.
@@ -185,7 +288,7 @@ fn paused_and_stalled_fractions_are_in_range() {
     let (dir, path) = scenario(&with_output(&text, "sample = \"50us\"\nsample_ports = \"all\""));
     let out = dir.path().join("out");
     run(&path, &out);
-    let (h, rows) = table(&out.join("timeseries_ports.csv"));
+    let (h, rows) = series(&out, "timeseries_ports");
     let paused: Vec<f64> = rows.iter().map(|r| num(&h, r, "paused_frac_p3")).collect();
     assert!(paused.iter().all(|f| (0.0..=1.0 + 1e-9).contains(f)));
     assert!(paused.iter().any(|&f| f > 0.5), "some port is paused most of a window");
@@ -198,7 +301,7 @@ fn paused_and_stalled_fractions_are_in_range() {
     ));
     let out = dir.path().join("out");
     run(&path, &out);
-    let (h, rows) = table(&out.join("timeseries_ports.csv"));
+    let (h, rows) = series(&out, "timeseries_ports");
     let stall: Vec<f64> = rows.iter().map(|r| num(&h, r, "credit_stall_frac")).collect();
     assert!(stall.iter().all(|f| (0.0..=1.0 + 1e-9).contains(f)));
     assert!(stall.iter().any(|&f| f > 0.0));
@@ -219,7 +322,7 @@ fn hotspot_mode_keeps_the_ranked_ports() {
         .iter()
         .map(|h| h["port"].to_string())
         .collect();
-    let (_, rows) = table(&out.join("timeseries_ports.csv"));
+    let (_, rows) = series(&out, "timeseries_ports");
     assert!(!rows.is_empty());
     assert!(rows.iter().all(|r| hot.contains(&r[1])), "{hot:?}");
 }
@@ -241,6 +344,11 @@ fn bad_sampling_settings_are_refused_at_their_key() {
             "port 999 does not exist",
         ),
         ("sample = \"1us\"\nsample_ports = \"some\"", "sample_ports", "hotspots"),
+        (
+            "sample = \"1us\"\nsample_format = \"xlsx\"",
+            "sample_format",
+            "expected `parquet` or `csv`",
+        ),
     ] {
         let (dir, path) = scenario(&with_output(LONE, output));
         let out = dir.path().join("out");
@@ -267,7 +375,7 @@ fn flow_series_carry_the_congestion_control_state() {
     let (dir, path) = scenario(&with_output(&text, "sample = \"20us\""));
     let out = dir.path().join("out");
     run(&path, &out);
-    let (h, rows) = table(&out.join("timeseries_flows.csv"));
+    let (h, rows) = series(&out, "timeseries_flows");
     assert!(h.iter().any(|c| c == "dcqcn_alpha"), "{h:?}");
     let mut alphas = std::collections::BTreeSet::new();
     for r in &rows {
@@ -285,6 +393,6 @@ fn flow_series_carry_the_congestion_control_state() {
     let (dir, path) = scenario(&with_output(&text, "sample = \"20us\""));
     let out = dir.path().join("out");
     run(&path, &out);
-    let (h, _) = table(&out.join("timeseries_flows.csv"));
+    let (h, _) = series(&out, "timeseries_flows");
     assert_eq!(h, ["time_ns", "flow", "rate_gbps", "goodput_gbps"]);
 }

@@ -618,6 +618,11 @@ impl Fabric {
         self.capture.as_deref()
     }
 
+    /// The link-level flow control governing port `p` (an observer: chosen once at build).
+    pub fn link_fc(&self, p: u32) -> LinkFc {
+        self.link_fc[p as usize]
+    }
+
     /// Whether the fabric's links are InfiniBand (else Ethernet or another native link).
     pub fn is_infiniband(&self) -> bool {
         self.ib.is_some()

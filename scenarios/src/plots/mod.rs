@@ -1,19 +1,21 @@
 //! Plots of a finished run, drawn from its results directory (so `fabricsim plot DIR` works
 //! on any run, and `fabricsim run --plots` is a run followed by the same step): SVG files in
-//! `DIR/plots/`, one per figure whose data the run has.
+//! `DIR/plots/`, one per figure whose data the run has, and/or their PNG rasterization
+//! (`--plot-format`, `png.rs`).
 //!
 //! | file | from | what |
 //! |---|---|---|
 //! | `fct_cdf.svg` | `flows.csv` | CDF of flow completion time, one line per workload group |
 //! | `latency_cdf.svg` | `packet_latency_percentiles.csv` | CDF of packet latency at the table's quantiles |
 //! | `slowdown_by_size.svg` | `summary.json` `slowdown` | p50/p95/p99 FCT slowdown per flow-size bucket |
-//! | `queue_hotspots.svg`, `util_hotspots.svg` | `timeseries_ports.csv` | queue and utilisation over time of the top hotspot ports |
-//! | `flow_rates.svg` | `timeseries_flows.csv` | congestion-control rate over time of the first flows |
+//! | `queue_hotspots.svg`, `util_hotspots.svg` | `timeseries_ports.parquet` or `.csv` | queue and utilisation over time of the top hotspot ports |
+//! | `flow_rates.svg` | `timeseries_flows.parquet` or `.csv` | congestion-control rate over time of the first flows |
 //! | `busbw.svg` | `collectives.csv` | bus bandwidth versus message size per collective workload |
 //! | `hotspot_map.svg` | `ports.csv`, `summary.json` trees | the topology by levels, links coloured by utilisation, the pause / congestion tree as arrows (`map.rs`) |
 
 pub mod chart;
 mod map;
+pub mod png;
 pub mod sweep;
 
 use chart::{Chart, Series, line_chart};
@@ -92,9 +94,22 @@ impl Table {
     }
 }
 
-/// Writes every plot the run in `dir` has data for into `dir/plots/`; returns their paths.
-/// `dir` must be a fabricsim results directory or a sweep's output directory (`sweep.rs`).
-pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+/// The file format of the figures (`--plot-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotFormat {
+    /// `<figure>.svg` (plotters' SVG backend).
+    #[default]
+    Svg,
+    /// `<figure>.png`: the SVG rasterized at twice its size (`png.rs`).
+    Png,
+    /// Both files of each figure.
+    Both,
+}
+
+/// Writes every plot the run in `dir` has data for into `dir/plots/` in `format`; returns
+/// their paths. `dir` must be a fabricsim results directory or a sweep's output directory
+/// (`sweep.rs`).
+pub fn plot_dir(dir: &Path, format: PlotFormat) -> Result<Vec<PathBuf>, PlotError> {
     let figures: Vec<(String, String)> = if sweep::is_sweep_dir(dir) {
         sweep::figures(dir)?
     } else if crate::results_dir::has_marker(dir) {
@@ -112,10 +127,19 @@ pub fn plot_dir(dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let out = dir.join("plots");
     std::fs::create_dir_all(&out).map_err(|e| perr(&out, e.to_string()))?;
     let mut written = Vec::new();
+    let write = |path: PathBuf, bytes: &[u8]| {
+        crate::regression::junit::write_atomically(&path, bytes).map_err(|e| perr(&path, e.to_string()))?;
+        Ok::<_, PlotError>(path)
+    };
     for (name, svg) in figures {
-        let path = out.join(name);
-        crate::regression::junit::write_atomically(&path, svg.as_bytes()).map_err(|e| perr(&path, e.to_string()))?;
-        written.push(path);
+        let path = out.join(&name);
+        if format != PlotFormat::Png {
+            written.push(write(path.clone(), svg.as_bytes())?);
+        }
+        if format != PlotFormat::Svg {
+            let bytes = png::png(&svg).map_err(|m| perr(&path, m))?;
+            written.push(write(path.with_extension("png"), &bytes)?);
+        }
     }
     Ok(written)
 }
@@ -127,6 +151,19 @@ fn table(dir: &Path, name: &str) -> Result<Option<(PathBuf, Table)>, PlotError> 
         Some(text) => Ok(Some((path.clone(), Table::parse(&path, &text)?))),
         None => Ok(None),
     }
+}
+
+/// The time series `dir/<stem>.parquet` (read back, `columns.rs`) or, without it,
+/// `dir/<stem>.csv`, with its path; `None` when the run did not sample.
+fn series(dir: &Path, stem: &str) -> Result<Option<(PathBuf, Table)>, PlotError> {
+    let path = dir.join(format!("{stem}.parquet"));
+    if std::fs::symlink_metadata(&path).is_err() {
+        return table(dir, &format!("{stem}.csv"));
+    }
+    crate::files::check_regular(&path, MAX_FILE_BYTES).map_err(|e| perr(&path, e.to_string()))?;
+    let file = std::fs::File::open(&path).map_err(|e| perr(&path, e.to_string()))?;
+    let (header, rows) = crate::columns::read_parquet(file).map_err(|m| perr(&path, m))?;
+    Ok(Some((path, Table { header, rows })))
 }
 
 /// Every figure as (file name, SVG text).
@@ -154,7 +191,7 @@ pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
             draw(&path, hotspot_map(&path, &t, summary.as_ref())?)?,
         ));
     }
-    if let Some((path, t)) = table(dir, "timeseries_ports.csv")? {
+    if let Some((path, t)) = series(dir, "timeseries_ports")? {
         let hot: Vec<u64> = summary
             .as_ref()
             .and_then(|s| s["hotspots"].as_array())
@@ -164,7 +201,7 @@ pub fn figures(dir: &Path) -> Result<Vec<(&'static str, String)>, PlotError> {
         out.push(("queue_hotspots.svg", draw(&path, queue)?));
         out.push(("util_hotspots.svg", draw(&path, util)?));
     }
-    if let Some((path, t)) = table(dir, "timeseries_flows.csv")? {
+    if let Some((path, t)) = series(dir, "timeseries_flows")? {
         out.push(("flow_rates.svg", draw(&path, flow_rates(&path, &t)?)?));
     }
     if let Some((path, t)) = table(dir, "collectives.csv")? {

@@ -155,7 +155,7 @@ fn finish(sweep: &Sweep, records: &[RunRecord], out_dir: &Path, out: &mut dyn Wr
         "\nresults in {} (sweep.csv, sweep_summary.csv, sweep_timing.csv)",
         out_dir.display()
     );
-    match crate::plots::plot_dir(out_dir) {
+    match crate::plots::plot_dir(out_dir, crate::plots::PlotFormat::Svg) {
         Ok(files) => {
             let _ = writeln!(
                 out,
