@@ -451,11 +451,11 @@ fn one_packet_across_nvlink_pcie_infiniband_and_ethernet_is_exact_per_hop() {
         (dl.nvswitch, true, nv),
         (dl.gpu_hub, true, nv),
         (dl.pcie_switch, true, pcie),
-        (dl.nic, true, pcie),
+        (dl.nic_tx, true, pcie),
         (dl.ib_switch, true, ib),
         (dl.ib_switch, true, ib),
         (switch_latency, false, eth),
-        (dl.nic, true, eth),
+        (dl.nic_rx, true, eth),
         (dl.pcie_switch, true, pcie),
         (Duration::ZERO, false, pcie),
     ];
