@@ -82,10 +82,17 @@ fn ser_ps(wire: u64) -> u64 {
     (wire * 8 * 1000).div_ceil(100)
 }
 
-/// FCT of a flow alone on host -> switch -> host (82-B header, 4096-B MTU): the packets back
-/// to back on the first link; each leaves the switch `switch` after its last bit arrived, or
-/// when the second link is free, whichever is later (store-and-forward).
+/// FCT of a flow alone on host -> switch -> host (82-B header, 4096-B MTU): the sending NIC's
+/// processing, the packets back to back on the first link; each leaves the switch `switch`
+/// after its last bit arrived, or when the second link is free, whichever is later
+/// (store-and-forward); the receiving NIC's processing.
 fn fct_ps(size: u64) -> u64 {
+    let nic = fabrics::engine::ETHERNET_NIC_LATENCY;
+    nic.tx.ps() + wire_fct_ps(size) + nic.rx.ps()
+}
+
+/// [`fct_ps`] from the first bit sent to the last received.
+fn wire_fct_ps(size: u64) -> u64 {
     let (mtu, header, delay, switch) = (4096, 82, 50_000, 500_000);
     let (mut sent, mut link2_free, mut left) = (0, 0, size);
     while left > 0 {

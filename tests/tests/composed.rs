@@ -423,7 +423,14 @@ fn one_packet_across_nvlink_pcie_infiniband_and_ethernet_is_exact_per_hop() {
     for &(a, b, l) in &path {
         t.add_link(a, b, l);
     }
-    let dl = DeviceLatency::default();
+    // A RoCEv2 run: the NICs have the Ethernet adapter's send and receive processing, as the
+    // scenario loader gives them (the custom-topology test below).
+    let nic = fabrics::engine::ETHERNET_NIC_LATENCY;
+    let dl = DeviceLatency {
+        nic_tx: nic.tx,
+        nic_rx: nic.rx,
+        ..DeviceLatency::default()
+    };
     let switch_latency = Duration::from_ns(500);
     let cfg = EngineConfig {
         mtu_bytes: 4096,

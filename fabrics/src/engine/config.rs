@@ -166,8 +166,9 @@ pub struct HostLatency {
 /// (user manual; back to back, so an upper bound on send + receive processing), and perftest
 /// `ib_write_lat` over one HDR/NDR switch is about 0.6 us; 450 ns of endpoint processing plus
 /// a 130-ns switch and short cables gives 0.60 us over one switch, 0.47 us back to back. The
-/// send side is the larger part (doorbell, WQE fetch, the payload's DMA read), the receive
-/// side a posted DMA write.
+/// send side is the larger part (doorbell and WQE written by the CPU, packetization; perftest's
+/// small messages are inline, so no DMA read of the payload, whose PCIe round trip is not in
+/// this figure), the receive side a posted DMA write.
 pub const IB_HCA_LATENCY: HostLatency = HostLatency {
     tx: Duration::from_ns(250),
     rx: Duration::from_ns(200),
@@ -266,13 +267,17 @@ impl EngineConfig {
 
     /// A PCIe-only server (`docs/models/pcie.md`): TLPs of up to `link.mps_bytes` payload plus
     /// the TLP overhead (framing, header, LCRC), posted-write data credits of 16 bytes
-    /// ([`crate::pcie::credit_layer`]).
+    /// ([`crate::pcie::credit_layer`]), PCIe switches of the link's generation.
     pub fn pcie(link: &crate::pcie::PcieLink) -> EngineConfig {
         EngineConfig {
             mtu_bytes: link.mps_bytes,
             header_bytes: link.tlp_overhead_bytes(),
             switch_latency: crate::ib::DEFAULT_IB_SWITCH_LATENCY,
             ib: Some(crate::pcie::credit_layer(crate::pcie::DEFAULT_DATA_CREDITS)),
+            device_latency: DeviceLatency {
+                pcie_switch: link.generation.switch_latency(),
+                ..DeviceLatency::default()
+            },
             ..EngineConfig::default()
         }
     }
