@@ -4,11 +4,10 @@
 use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
-    LatencySpec,
     BufferSpec, CcKind, CcPreset, ChannelRings, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, EcnPreset,
-    EthernetSpec, FabricKind, InfinibandSpec, LinkSpec, LossRecovery, MarkPointSpec, NvlinkGenSpec, PcieGenSpec,
-    RanksSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec, StripingSpec, TopologySpec, VlArbEntrySpec,
-    WorkloadSpec,
+    EthernetSpec, FabricKind, InfinibandSpec, LatencySpec, LinkSpec, LossRecovery, MarkPointSpec, NvlinkGenSpec,
+    PcieGenSpec, RanksSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec, StripingSpec, TopologySpec,
+    VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
@@ -1417,10 +1416,18 @@ impl Loaded {
                 _ => ("nvswitch", &mut cfg.device_latency.nvswitch),
             };
             let lat = f.latency.as_ref();
-            if lat.is_some_and(|t| if key == "pcie_switch" { t.pcie_switch.is_some() } else { t.nvswitch.is_some() }) {
+            if lat.is_some_and(|t| {
+                if key == "pcie_switch" {
+                    t.pcie_switch.is_some()
+                } else {
+                    t.nvswitch.is_some()
+                }
+            }) {
                 return Err(self.err(
                     &format!("fabric.latency.{key}"),
-                    format!("`fabric.switch_latency` already sets the {key} latency of this fabric: give one of the two"),
+                    format!(
+                        "`fabric.switch_latency` already sets the {key} latency of this fabric: give one of the two"
+                    ),
                 ));
             }
             *given = l.get();
@@ -1506,7 +1513,10 @@ impl Loaded {
         if v.get() > MAX_DEVICE_LATENCY {
             return Err(self.err(
                 &format!("fabric.latency.{key}"),
-                format!("expected at most {MAX_DEVICE_LATENCY} (no device or link takes longer), got {}", v.get()),
+                format!(
+                    "expected at most {MAX_DEVICE_LATENCY} (no device or link takes longer), got {}",
+                    v.get()
+                ),
             ));
         }
         Ok(v.get())

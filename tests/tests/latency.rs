@@ -4,10 +4,10 @@
 //! values refused at their key. Times are read from `flows.csv`, whose nanoseconds carry three
 //! decimals: picoseconds, exactly.
 
-use fabricsim_tests::{fabricsim, s};
 use fabrics::engine::{ETHERNET_NIC_LATENCY, IB_HCA_LATENCY};
 use fabrics::nvlink::NvLinkGen;
 use fabrics::pcie::PcieGen;
+use fabricsim_tests::{fabricsim, s};
 use sim_core::{BitsPerSec, Bytes, Duration, serialization_time};
 use std::path::Path;
 
@@ -79,7 +79,10 @@ fn small_message_over_one_infiniband_switch_is_the_hand_formula_and_about_0_6_us
     assert_eq!(fct, want, "the hand formula, to the picosecond");
     assert_eq!(want, 601_360);
     let published = 600_000f64;
-    assert!(((fct as f64) / published - 1.0).abs() < 0.05, "{fct} ps against ~0.6 us");
+    assert!(
+        ((fct as f64) / published - 1.0).abs() < 0.05,
+        "{fct} ps against ~0.6 us"
+    );
 }
 
 /// The same message on RoCEv2 (100 GbE): the Ethernet NIC's processing, a store-and-forward
@@ -90,8 +93,7 @@ fn small_message_over_one_rocev2_switch_is_the_hand_formula() {
     let fct = fcts_ps(dir.path(), "roce", &one_switch("rocev2", "100Gbps", ""))[0];
     let header = fabrics::roce::RoceFrame::data(fabrics::roce::RoceVersion::V2).header_bytes() as u64;
     let ser = serialization_time(Bytes(8 + header), BitsPerSec::from_gbps(100)).ps();
-    let at_switch =
-        ETHERNET_NIC_LATENCY.tx.ps() + ser + CABLE.ps() + fabrics::engine::DEFAULT_SWITCH_LATENCY.ps();
+    let at_switch = ETHERNET_NIC_LATENCY.tx.ps() + ser + CABLE.ps() + fabrics::engine::DEFAULT_SWITCH_LATENCY.ps();
     let want = at_switch + ser + CABLE.ps() + ETHERNET_NIC_LATENCY.rx.ps();
     assert_eq!(fct, want, "the hand formula, to the picosecond");
 }
@@ -107,7 +109,11 @@ fn a_user_set_latency_moves_the_delivery_by_exactly_that_amount() {
     let set = fcts_ps(
         d,
         "set",
-        &one_switch("infiniband", "200Gbps", "[fabric.latency]\nnic_tx = \"1us\"\nnic_rx = \"0ns\""),
+        &one_switch(
+            "infiniband",
+            "200Gbps",
+            "[fabric.latency]\nnic_tx = \"1us\"\nnic_rx = \"0ns\"",
+        ),
     )[0];
     assert_eq!(set + IB_HCA_LATENCY.rx.ps(), base + 1_000_000 - IB_HCA_LATENCY.tx.ps());
     let lat = resolved_latency(d, "set");
@@ -135,7 +141,11 @@ flows = [{{ src = 0, dst = 8, size = "8B" }}]
         )
     };
     let c0 = fcts_ps(d, "c0", &cluster(""))[0];
-    let c1 = fcts_ps(d, "c1", &cluster("[fabric.latency]\nnic_tx = \"333ns\"\nnic_rx = \"211ns\""))[0];
+    let c1 = fcts_ps(
+        d,
+        "c1",
+        &cluster("[fabric.latency]\nnic_tx = \"333ns\"\nnic_rx = \"211ns\""),
+    )[0];
     let moved = (333_000 - IB_HCA_LATENCY.tx.ps()) + (211_000 - IB_HCA_LATENCY.rx.ps());
     assert_eq!(c1, c0 + moved, "each NIC crossed once: send side, then receive side");
     let c2 = fcts_ps(d, "c2", &cluster("[fabric.latency]\npcie_switch = \"215ns\""))[0];
@@ -166,7 +176,11 @@ fn pcie_and_nvlink_generations_have_their_cited_latencies() {
         )
     };
     let gen5 = fcts_ps(d, "gen5", &pcie("gen5", ""))[0];
-    let gen5_at_gen4 = fcts_ps(d, "gen5_105", &pcie("gen5", "[fabric.latency]\npcie_switch = \"105ns\""))[0];
+    let gen5_at_gen4 = fcts_ps(
+        d,
+        "gen5_105",
+        &pcie("gen5", "[fabric.latency]\npcie_switch = \"105ns\""),
+    )[0];
     assert_eq!(gen5, gen5_at_gen4 + 10_000, "Gen5's switch is 10 ns slower than Gen4's");
     fcts_ps(d, "gen4", &pcie("gen4", ""));
     assert_eq!(resolved_latency(d, "gen4")["pcie_switch"].as_str(), Some("105ns"));
@@ -179,7 +193,11 @@ fn pcie_and_nvlink_generations_have_their_cited_latencies() {
         )
     };
     let v4 = fcts_ps(d, "v4", &mesh("nvlink4", ""))[0];
-    let v4_at_v3 = fcts_ps(d, "v4_100", &mesh("nvlink4", "[fabric.latency]\nnvlink_link = \"100ns\""))[0];
+    let v4_at_v3 = fcts_ps(
+        d,
+        "v4_100",
+        &mesh("nvlink4", "[fabric.latency]\nnvlink_link = \"100ns\""),
+    )[0];
     assert_eq!(v4, v4_at_v3 + 64_200, "NVLink 4's FEC: 64.2 ns more per link");
     fcts_ps(d, "v3", &mesh("nvlink3", ""));
     assert_eq!(resolved_latency(d, "v3")["nvlink_link"].as_str(), Some("100ns"));
@@ -197,7 +215,11 @@ fn nonsense_latencies_are_refused_at_their_key() {
         ("infiniband", "nic_tx = \"-5ns\"", "fabric.latency.nic_tx"),
         ("infiniband", "nic_rx = \"2ms\"", "fabric.latency.nic_rx"),
         ("rocev2", "nvswitch = \"500\"", "fabric.latency.nvswitch"),
-        ("rocev2", "pcie_switch = \"18446744073709551615ps\"", "fabric.latency.pcie_switch"),
+        (
+            "rocev2",
+            "pcie_switch = \"18446744073709551615ps\"",
+            "fabric.latency.pcie_switch",
+        ),
         ("infiniband", "nic_processing = \"1us\"", "nic_processing"),
         ("infiniband", "ib_switch = \"100ns\"", "fabric.latency.ib_switch"),
         ("rocev2", "nvlink_link = \"100ns\"", "fabric.latency.nvlink_link"),

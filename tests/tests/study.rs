@@ -77,11 +77,7 @@ fn selection_guide_ci_study_tables_are_sane_and_match_baselines_and_doc() {
     );
     // The endpoint column is the manifest's inputs, added per family.
     let e = &manifest.endpoint;
-    assert!(near(
-        ib.endpoint_us * 1000.0,
-        e.pcie_rtt_ns,
-        1e-9
-    ));
+    assert!(near(ib.endpoint_us * 1000.0, e.pcie_rtt_ns, 1e-9));
     // Faster generations are faster; NVLink is an order of magnitude above PCIe.
     let bw = |l: &str| p2p(&d, l).one_way_gbs;
     assert!(

@@ -235,10 +235,7 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, StudyError> {
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
     let m: Manifest = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
     let e = &m.endpoint;
-    for (name, v) in [
-        ("endpoint.pcie_rtt_ns", e.pcie_rtt_ns),
-        ("endpoint.gpu_ns", e.gpu_ns),
-    ] {
+    for (name, v) in [("endpoint.pcie_rtt_ns", e.pcie_rtt_ns), ("endpoint.gpu_ns", e.gpu_ns)] {
         if !(v.is_finite() && v >= 0.0) {
             return Err(err(format!("{name}: expected a finite number >= 0, got {v}")));
         }
