@@ -60,6 +60,14 @@ flows = [{{ src = 0, dst = 1, size = "8B" }}]
     )
 }
 
+/// One 8-byte message from GPU 0 to GPU `dst` of a GPU topology (`topology`: the lines of
+/// `[topology]` after its `kind`).
+fn gpu_flow(topology: &str, kind: &str, latency: &str, dst: u32) -> String {
+    format!(
+        "[scenario]\nname = \"g\"\n[topology]\n{topology}\n[fabric]\nkind = \"{kind}\"\n{latency}\n[[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = {dst}, size = \"8B\" }}]\n"
+    )
+}
+
 const CABLE: Duration = Duration::from_ns(10); // 2 m x 5 ns/m
 
 /// HDR (200 Gb/s), the HCA defaults: send processing, the packet (8 B + 26 B of LRH/BTH/ICRC/
@@ -121,24 +129,8 @@ fn a_user_set_latency_moves_the_delivery_by_exactly_that_amount() {
     assert_eq!(lat["nic_rx"].as_str(), Some("0s"));
 
     let cluster = |latency: &str| {
-        format!(
-            r#"[scenario]
-name = "cluster"
-[topology]
-kind = "cluster"
-servers = 2
-server = "hgx_h100"
-k = 4
-nic_link = {{ rate = "400Gbps", cable_m = 5 }}
-fabric_link = {{ rate = "400Gbps", cable_m = 20 }}
-[fabric]
-kind = "infiniband"
-{latency}
-[[workload]]
-kind = "flows"
-flows = [{{ src = 0, dst = 8, size = "8B" }}]
-"#
-        )
+        let topology = "kind = \"cluster\"\nservers = 2\nserver = \"hgx_h100\"\nk = 4\nnic_link = { rate = \"400Gbps\", cable_m = 5 }\nfabric_link = { rate = \"400Gbps\", cable_m = 20 }";
+        gpu_flow(topology, "infiniband", latency, 8)
     };
     let c0 = fcts_ps(d, "c0", &cluster(""))[0];
     let c1 = fcts_ps(
@@ -171,8 +163,11 @@ fn pcie_and_nvlink_generations_have_their_cited_latencies() {
     let d = dir.path();
     // GPU 0 -> GPU 1 of a PCIe server share a switch: one PCIe switch on the path.
     let pcie = |generation: &str, latency: &str| {
-        format!(
-            "[scenario]\nname = \"p\"\n[topology]\nkind = \"pcie_server\"\ngeneration = \"{generation}\"\n[fabric]\nkind = \"pcie\"\n{latency}\n[[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = \"8B\" }}]\n"
+        gpu_flow(
+            &format!("kind = \"pcie_server\"\ngeneration = \"{generation}\""),
+            "pcie",
+            latency,
+            1,
         )
     };
     let gen5 = fcts_ps(d, "gen5", &pcie("gen5", ""))[0];
@@ -188,9 +183,8 @@ fn pcie_and_nvlink_generations_have_their_cited_latencies() {
 
     // Neighbours of an NVLink mesh: one NVLink on the path (hub to hub).
     let mesh = |generation: &str, latency: &str| {
-        format!(
-            "[scenario]\nname = \"m\"\n[topology]\nkind = \"nvlink_mesh\"\ngpus = 4\ngeneration = \"{generation}\"\n[fabric]\nkind = \"nvlink\"\n{latency}\n[[workload]]\nkind = \"flows\"\nflows = [{{ src = 0, dst = 1, size = \"8B\" }}]\n"
-        )
+        let topology = format!("kind = \"nvlink_mesh\"\ngpus = 4\ngeneration = \"{generation}\"");
+        gpu_flow(&topology, "nvlink", latency, 1)
     };
     let v4 = fcts_ps(d, "v4", &mesh("nvlink4", ""))[0];
     let v4_at_v3 = fcts_ps(
@@ -235,9 +229,14 @@ fn nonsense_latencies_are_refused_at_their_key() {
         let at = text.lines().position(|l| l == line).unwrap() + 1;
         assert!(r.stderr.contains(&format!(":{at}:")), "{line}: {}", r.stderr);
     }
-    let text = "[scenario]\nname = \"n\"\n[topology]\nkind = \"hgx_h100\"\n[fabric]\nkind = \"nvlink\"\nswitch_latency = \"150ns\"\n[fabric.latency]\nnvswitch = \"150ns\"\n[[workload]]\nkind = \"flows\"\nflows = [{ src = 0, dst = 1, size = \"8B\" }]\n";
+    let text = gpu_flow(
+        "kind = \"hgx_h100\"",
+        "nvlink",
+        "switch_latency = \"150ns\"\n[fabric.latency]\nnvswitch = \"150ns\"",
+        1,
+    );
     let file = dir.path().join("both.toml");
-    std::fs::write(&file, text).unwrap();
+    std::fs::write(&file, &text).unwrap();
     let r = fabricsim(&["validate", s(&file)]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(r.stderr.contains("fabric.latency.nvswitch"), "{}", r.stderr);

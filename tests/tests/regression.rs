@@ -241,7 +241,7 @@ fn a_moved_metric_fails_the_check_by_name_and_bless_accepts_it() {
     let reblessed = std::fs::read_to_string(t.baseline("q")).unwrap();
     assert_ne!(blessed, reblessed);
     assert!(
-        reblessed.contains("\"packet_latency_ns.min\" = 1147.904\n"),
+        reblessed.contains("\"packet_latency_ns.min\" = 1498.112\n"),
         "{reblessed}"
     );
     let o = fabricsim(&["check", s(&sc), "--quiet"]);
