@@ -161,41 +161,40 @@ fn pcie_and_nvlink_generations_have_their_cited_latencies() {
 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // GPU 0 -> GPU 1 of a PCIe server share a switch: one PCIe switch on the path.
-    let pcie = |generation: &str, latency: &str| {
-        gpu_flow(
-            &format!("kind = \"pcie_server\"\ngeneration = \"{generation}\""),
+    // (topology, fabric, `[fabric.latency]` key, the other generation's value, how much later
+    // the default delivers, the resolved default and the other generation's): GPU 0 -> GPU 1
+    // of a PCIe server cross one PCIe switch; neighbours of an NVLink mesh one NVLink.
+    let pcie = |g: &str| format!("kind = \"pcie_server\"\ngeneration = \"{g}\"");
+    let mesh = |g: &str| format!("kind = \"nvlink_mesh\"\ngpus = 4\ngeneration = \"{g}\"");
+    let cases = [
+        (
+            pcie("gen5"),
+            pcie("gen4"),
             "pcie",
-            latency,
-            1,
-        )
-    };
-    let gen5 = fcts_ps(d, "gen5", &pcie("gen5", ""))[0];
-    let gen5_at_gen4 = fcts_ps(
-        d,
-        "gen5_105",
-        &pcie("gen5", "[fabric.latency]\npcie_switch = \"105ns\""),
-    )[0];
-    assert_eq!(gen5, gen5_at_gen4 + 10_000, "Gen5's switch is 10 ns slower than Gen4's");
-    fcts_ps(d, "gen4", &pcie("gen4", ""));
-    assert_eq!(resolved_latency(d, "gen4")["pcie_switch"].as_str(), Some("105ns"));
-    assert_eq!(resolved_latency(d, "gen5")["pcie_switch"].as_str(), Some("115ns"));
-
-    // Neighbours of an NVLink mesh: one NVLink on the path (hub to hub).
-    let mesh = |generation: &str, latency: &str| {
-        let topology = format!("kind = \"nvlink_mesh\"\ngpus = 4\ngeneration = \"{generation}\"");
-        gpu_flow(&topology, "nvlink", latency, 1)
-    };
-    let v4 = fcts_ps(d, "v4", &mesh("nvlink4", ""))[0];
-    let v4_at_v3 = fcts_ps(
-        d,
-        "v4_100",
-        &mesh("nvlink4", "[fabric.latency]\nnvlink_link = \"100ns\""),
-    )[0];
-    assert_eq!(v4, v4_at_v3 + 64_200, "NVLink 4's FEC: 64.2 ns more per link");
-    fcts_ps(d, "v3", &mesh("nvlink3", ""));
-    assert_eq!(resolved_latency(d, "v3")["nvlink_link"].as_str(), Some("100ns"));
-    assert_eq!(resolved_latency(d, "v4")["nvlink_link"].as_str(), Some("164.2ns"));
+            "pcie_switch",
+            "105ns",
+            10_000,
+            "115ns",
+        ),
+        (
+            mesh("nvlink4"),
+            mesh("nvlink3"),
+            "nvlink",
+            "nvlink_link",
+            "100ns",
+            64_200,
+            "164.2ns",
+        ),
+    ];
+    for (i, (newer, older, kind, key, older_value, later_ps, newer_value)) in cases.into_iter().enumerate() {
+        let default = fcts_ps(d, &format!("new{i}"), &gpu_flow(&newer, kind, "", 1))[0];
+        let set = format!("[fabric.latency]\n{key} = \"{older_value}\"");
+        let at_older = fcts_ps(d, &format!("set{i}"), &gpu_flow(&newer, kind, &set, 1))[0];
+        assert_eq!(default, at_older + later_ps, "{key}: the newer generation's default");
+        fcts_ps(d, &format!("old{i}"), &gpu_flow(&older, kind, "", 1));
+        assert_eq!(resolved_latency(d, &format!("old{i}"))[key].as_str(), Some(older_value));
+        assert_eq!(resolved_latency(d, &format!("new{i}"))[key].as_str(), Some(newer_value));
+    }
 }
 
 /// Nonsense is refused at its key with exit 2: a negative time, one beyond 100 us, a bare
