@@ -5,9 +5,9 @@ use crate::diag::{ScenarioError, semantic_error};
 use crate::locate::span_of;
 use crate::schema::{
     BufferSpec, CcKind, CcPreset, ChannelRings, CollectiveAlgo, CollectiveOp, CreditUpdateSpec, CustomLink, EcnPreset,
-    EthernetSpec, FabricKind, InfinibandSpec, LinkSpec, LossRecovery, MarkPointSpec, NvlinkGenSpec, PcieGenSpec,
-    RanksSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec, StripingSpec, TopologySpec, VlArbEntrySpec,
-    WorkloadSpec,
+    EthernetSpec, FabricKind, InfinibandSpec, LatencySpec, LinkSpec, LossRecovery, MarkPointSpec, NvlinkGenSpec,
+    PcieGenSpec, RanksSpec, RoceSpec, RoutingSpec, Scenario, ServerKindSpec, StripingSpec, TopologySpec,
+    VlArbEntrySpec, WorkloadSpec,
 };
 use crate::units::{SizeSpec, TimeSpec};
 use fabrics::collectives::flows::{FlowPlan, Instance, PlanLimits};
@@ -56,6 +56,10 @@ pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
 /// Longest one-way link propagation delay (1 s, 200,000 km of fibre at 5 ns/m): beyond it the
 /// headroom and timer arithmetic on picosecond `u64`s could overflow, and no cable is longer.
 pub const MAX_LINK_DELAY: Duration = Duration::from_ms(1000);
+/// Largest `[fabric.latency]` value: 100 us. No NIC, switch chip or NVLink/PCIe link takes
+/// more than a few microseconds; the bound catches unit slips (`ms` for `us`) and keeps every
+/// sum of latencies on a path far from overflowing a picosecond `u64`.
+pub const MAX_DEVICE_LATENCY: Duration = Duration::from_us(100);
 /// Longest protocol timer a scenario may set (CNP interval, PFC watchdog, rate sampling): the
 /// longest run, so that `now + timer` always fits a `SimTime`.
 pub const MAX_TIMER: Duration = MAX_END_TIME;
@@ -177,6 +181,7 @@ impl Loaded {
             .get_or_insert(SizeSpec::new(sim_core::Bytes(built.engine.header_bytes as u64)));
         f.switch_latency
             .get_or_insert(TimeSpec::new(built.engine.switch_latency));
+        f.latency = Some(self.resolved_latency(built));
         if f.kind == FabricKind::Ethernet && f.buffer.is_none() {
             let AnyBuffer::PerPortTailDrop(b) = &built.engine.buffer;
             f.buffer = Some(BufferSpec::PerPortTailDrop {
@@ -207,6 +212,26 @@ impl Loaded {
             ib.cc = Some(resolved_ib_cc(cc));
         }
         sc
+    }
+
+    /// Every effective `[fabric.latency]` value, for `scenario.resolved.toml`.
+    fn resolved_latency(&self, built: &Built) -> LatencySpec {
+        let d = &built.engine.device_latency;
+        let (nvlink, pcie) = self.link_latency();
+        let t = |d: Duration| Some(TimeSpec::new(d));
+        let (nvlink_gen, pcie_gen) = self.built_link_gens();
+        LatencySpec {
+            nic_tx: t(d.nic_tx),
+            nic_rx: t(d.nic_rx),
+            gpu_hub: t(d.gpu_hub),
+            nvswitch: t(d.nvswitch),
+            pcie_switch: t(d.pcie_switch),
+            root_complex: t(d.root_complex),
+            // An InfiniBand run's switches are `switch_latency` (`ib_switch` is refused there).
+            ib_switch: (self.scenario.fabric.kind != FabricKind::Infiniband).then(|| TimeSpec::new(d.ib_switch)),
+            nvlink_link: nvlink_gen.map(|g| TimeSpec::new(nvlink.unwrap_or(g.link_delay()))),
+            pcie_link: pcie_gen.map(|g| TimeSpec::new(pcie.unwrap_or(g.link_delay()))),
+        }
     }
 
     /// Checks the scenario's meaning and builds everything the engine needs.
@@ -512,19 +537,29 @@ impl Loaded {
             Ok(())
         };
         let terr = |field: &str, e: fabrics::topology::TopologyError| self.err(field, e.to_string());
-        let d = fabrics::nvlink::DEFAULT_LINK_DELAY;
+        let (nvlink_delay, pcie_delay) = self.link_latency();
+        let d = |g: NvLinkGen| nvlink_delay.unwrap_or(g.link_delay());
+        let hgx_spec = |mut spec: hgx::HgxSpec| {
+            spec.nvlink_delay = nvlink_delay.unwrap_or(spec.nvlink_delay);
+            spec.pcie_delay = pcie_delay.unwrap_or(spec.pcie_delay);
+            spec
+        };
+        let pcie_spec = |mut spec: hgx::PcieServerSpec| {
+            spec.pcie_delay = pcie_delay.unwrap_or(spec.pcie_delay);
+            spec
+        };
         let t = match &self.scenario.topology {
             TopologySpec::HgxH100 {} => {
                 need(FabricKind::Nvlink, "HGX server")?;
-                hgx::hgx(&hgx::HgxSpec::h100()).map_err(|e| terr("topology", e))?
+                hgx::hgx(&hgx_spec(hgx::HgxSpec::h100())).map_err(|e| terr("topology", e))?
             }
             TopologySpec::HgxA100 {} => {
                 need(FabricKind::Nvlink, "HGX server")?;
-                hgx::hgx(&hgx::HgxSpec::a100()).map_err(|e| terr("topology", e))?
+                hgx::hgx(&hgx_spec(hgx::HgxSpec::a100())).map_err(|e| terr("topology", e))?
             }
             TopologySpec::Nvl72 {} => {
                 need(FabricKind::Nvlink, "NVL72 rack")?;
-                nvlink_shapes::nvl72(d).map_err(|e| terr("topology", e))?
+                nvlink_shapes::nvl72(d(NvLinkGen::V5)).map_err(|e| terr("topology", e))?
             }
             TopologySpec::NvlinkMesh {
                 gpus,
@@ -534,7 +569,7 @@ impl Loaded {
                 need(FabricKind::Nvlink, "NVLink mesh")?;
                 let g = nvlink_gen(*generation);
                 let lpp = links_per_pair.unwrap_or_else(|| nvlink_shapes::mesh_links_per_pair(*gpus, g));
-                nvlink_shapes::full_mesh(*gpus, g, lpp, d).map_err(|e| terr("topology.gpus", e))?
+                nvlink_shapes::full_mesh(*gpus, g, lpp, d(g)).map_err(|e| terr("topology.gpus", e))?
             }
             TopologySpec::NvlinkRing {
                 gpus,
@@ -544,11 +579,11 @@ impl Loaded {
                 need(FabricKind::Nvlink, "NVLink ring")?;
                 let g = nvlink_gen(*generation);
                 let lpn = links_per_neighbour.unwrap_or(g.preset().links_per_gpu / 2);
-                nvlink_shapes::ring(*gpus, g, lpn, d).map_err(|e| terr("topology.gpus", e))?
+                nvlink_shapes::ring(*gpus, g, lpn, d(g)).map_err(|e| terr("topology.gpus", e))?
             }
             TopologySpec::PcieServer { generation, gpus } => {
                 need(FabricKind::Pcie, "PCIe-only server")?;
-                let mut spec = hgx::PcieServerSpec::new(pcie_gen(*generation));
+                let mut spec = pcie_spec(hgx::PcieServerSpec::new(pcie_gen(*generation)));
                 if let Some(g) = gpus {
                     if !(2..=64).contains(g) {
                         return Err(self.err("topology.gpus", format!("expected 2..=64 GPUs, got {g}")));
@@ -576,10 +611,14 @@ impl Loaded {
                     return Err(self.err("topology.servers", format!("expected 1..={MAX_SERVERS} servers")));
                 }
                 let server = match server {
-                    ServerKindSpec::HgxH100 => hgx::ServerSpec::Hgx(hgx::HgxSpec::h100()),
-                    ServerKindSpec::HgxA100 => hgx::ServerSpec::Hgx(hgx::HgxSpec::a100()),
-                    ServerKindSpec::PcieGen4 => hgx::ServerSpec::PcieOnly(hgx::PcieServerSpec::new(PcieGen::Gen4)),
-                    ServerKindSpec::PcieGen5 => hgx::ServerSpec::PcieOnly(hgx::PcieServerSpec::new(PcieGen::Gen5)),
+                    ServerKindSpec::HgxH100 => hgx::ServerSpec::Hgx(hgx_spec(hgx::HgxSpec::h100())),
+                    ServerKindSpec::HgxA100 => hgx::ServerSpec::Hgx(hgx_spec(hgx::HgxSpec::a100())),
+                    ServerKindSpec::PcieGen4 => {
+                        hgx::ServerSpec::PcieOnly(pcie_spec(hgx::PcieServerSpec::new(PcieGen::Gen4)))
+                    }
+                    ServerKindSpec::PcieGen5 => {
+                        hgx::ServerSpec::PcieOnly(pcie_spec(hgx::PcieServerSpec::new(PcieGen::Gen5)))
+                    }
                 };
                 if server.n_gpus() as u64 * *servers as u64 > MAX_HOSTS as u64 {
                     return Err(self.err("topology.servers", format!("more than {MAX_HOSTS} GPUs")));
@@ -807,6 +846,7 @@ impl Loaded {
                 format!("expected at most 1ms, got {switch_latency}"),
             ));
         }
+        let (device_latency, host_latency) = self.latencies()?;
         let buffer = match &f.buffer {
             Some(_) if ib_kind => {
                 return Err(self.err(
@@ -884,7 +924,8 @@ impl Loaded {
             lossy_network: ethernet_kind && (ib.is_some() || roce.is_some()),
             ib,
             roce,
-            device_latency: fabrics::engine::DeviceLatency::default(),
+            device_latency,
+            host_latency,
             crossbar: self.crossbar()?,
         })
     }
@@ -1368,6 +1409,7 @@ impl Loaded {
             }
             _ => EngineConfig::nvlink(),
         };
+        (cfg.device_latency, cfg.host_latency) = self.latencies()?;
         if let Some(l) = f.switch_latency {
             if l.get() > Duration::from_ms(1) {
                 return Err(self.err(
@@ -1375,10 +1417,26 @@ impl Loaded {
                     format!("expected at most 1ms, got {}", l.get()),
                 ));
             }
-            match f.kind {
-                FabricKind::Pcie => cfg.device_latency.pcie_switch = l.get(),
-                _ => cfg.device_latency.nvswitch = l.get(),
+            let (key, given) = match f.kind {
+                FabricKind::Pcie => ("pcie_switch", &mut cfg.device_latency.pcie_switch),
+                _ => ("nvswitch", &mut cfg.device_latency.nvswitch),
+            };
+            let lat = f.latency.as_ref();
+            if lat.is_some_and(|t| {
+                if key == "pcie_switch" {
+                    t.pcie_switch.is_some()
+                } else {
+                    t.nvswitch.is_some()
+                }
+            }) {
+                return Err(self.err(
+                    &format!("fabric.latency.{key}"),
+                    format!(
+                        "`fabric.switch_latency` already sets the {key} latency of this fabric: give one of the two"
+                    ),
+                ));
             }
+            *given = l.get();
         }
         cfg.sender_rate = f.sender_rate.map(|r| r.get());
         cfg.seed = self.scenario.scenario.seed;
@@ -1389,6 +1447,121 @@ impl Loaded {
         };
         cfg.crossbar = self.crossbar()?;
         Ok(cfg)
+    }
+
+    /// `[fabric.latency]` over the defaults: the devices' latencies and the network adapters'
+    /// own processing, each range-checked at its key. Defaults: the PCIe switch of the
+    /// servers' PCIe generation ([`PcieGen::switch_latency`]), NIC/HCA processing by the
+    /// network's kind ([`fabrics::engine::IB_HCA_LATENCY`] on InfiniBand, NVLink and PCIe
+    /// fabrics, [`fabrics::engine::ETHERNET_NIC_LATENCY`] on Ethernet and RoCEv2).
+    fn latencies(&self) -> Result<(fabrics::engine::DeviceLatency, fabrics::engine::HostLatency), ScenarioError> {
+        use fabrics::engine::{DeviceLatency, ETHERNET_NIC_LATENCY, IB_HCA_LATENCY};
+        let kind = self.scenario.fabric.kind;
+        let nic = match kind {
+            FabricKind::Ethernet | FabricKind::Rocev2 => ETHERNET_NIC_LATENCY,
+            _ => IB_HCA_LATENCY,
+        };
+        let mut d = DeviceLatency {
+            nic_tx: nic.tx,
+            nic_rx: nic.rx,
+            ..DeviceLatency::default()
+        };
+        if let Some(g) = self.server_pcie_gen() {
+            d.pcie_switch = g.switch_latency();
+        }
+        let spec = self.scenario.fabric.latency.clone().unwrap_or_default();
+        if kind == FabricKind::Infiniband && spec.ib_switch.is_some() {
+            return Err(self.err(
+                "fabric.latency.ib_switch",
+                "the switches of an InfiniBand run take `fabric.switch_latency`; `ib_switch` is for InfiniBand switches in a rocev2 run",
+            ));
+        }
+        for (key, value, slot) in [
+            ("nic_tx", spec.nic_tx, &mut d.nic_tx),
+            ("nic_rx", spec.nic_rx, &mut d.nic_rx),
+            ("gpu_hub", spec.gpu_hub, &mut d.gpu_hub),
+            ("nvswitch", spec.nvswitch, &mut d.nvswitch),
+            ("pcie_switch", spec.pcie_switch, &mut d.pcie_switch),
+            ("root_complex", spec.root_complex, &mut d.root_complex),
+            ("ib_switch", spec.ib_switch, &mut d.ib_switch),
+        ] {
+            if let Some(v) = value {
+                *slot = self.device_latency_at(key, v)?;
+            }
+        }
+        let (nvlink, pcie) = self.built_link_gens();
+        for (key, value, built) in [
+            ("nvlink_link", spec.nvlink_link, nvlink.is_some()),
+            ("pcie_link", spec.pcie_link, pcie.is_some()),
+        ] {
+            if let Some(v) = value {
+                if !built {
+                    return Err(self.err(
+                        &format!("fabric.latency.{key}"),
+                        format!(
+                            "this topology builds no {} links (a custom topology gives each link its own `delay`)",
+                            if key == "nvlink_link" { "NVLink" } else { "PCIe" }
+                        ),
+                    ));
+                }
+                self.device_latency_at(key, v)?;
+            }
+        }
+        let host = fabrics::engine::HostLatency {
+            tx: d.nic_tx,
+            rx: d.nic_rx,
+        };
+        Ok((d, host))
+    }
+
+    /// A `[fabric.latency]` value, refused beyond [`MAX_DEVICE_LATENCY`].
+    fn device_latency_at(&self, key: &str, v: TimeSpec) -> Result<Duration, ScenarioError> {
+        if v.get() > MAX_DEVICE_LATENCY {
+            return Err(self.err(
+                &format!("fabric.latency.{key}"),
+                format!(
+                    "expected at most {MAX_DEVICE_LATENCY} (no device or link takes longer), got {}",
+                    v.get()
+                ),
+            ));
+        }
+        Ok(v.get())
+    }
+
+    /// The PCIe generation of the topology's servers, where it has any.
+    fn server_pcie_gen(&self) -> Option<PcieGen> {
+        self.built_link_gens().1
+    }
+
+    /// The NVLink and PCIe generations of the links a GPU topology builder makes (`None` for
+    /// the network topologies and for custom ones, whose links carry their own delays).
+    fn built_link_gens(&self) -> (Option<NvLinkGen>, Option<PcieGen>) {
+        match &self.scenario.topology {
+            TopologySpec::HgxH100 {} => (Some(NvLinkGen::V4), Some(PcieGen::Gen5)),
+            TopologySpec::HgxA100 {} => (Some(NvLinkGen::V3), Some(PcieGen::Gen4)),
+            TopologySpec::Nvl72 {} => (Some(NvLinkGen::V5), None),
+            TopologySpec::NvlinkMesh { generation, .. } | TopologySpec::NvlinkRing { generation, .. } => {
+                (Some(nvlink_gen(*generation)), None)
+            }
+            TopologySpec::PcieServer { generation, .. } => (None, Some(pcie_gen(*generation))),
+            TopologySpec::Cluster { server, .. } => match server {
+                ServerKindSpec::HgxH100 => (Some(NvLinkGen::V4), Some(PcieGen::Gen5)),
+                ServerKindSpec::HgxA100 => (Some(NvLinkGen::V3), Some(PcieGen::Gen4)),
+                ServerKindSpec::PcieGen4 => (None, Some(PcieGen::Gen4)),
+                ServerKindSpec::PcieGen5 => (None, Some(PcieGen::Gen5)),
+            },
+            _ => (None, None),
+        }
+    }
+
+    /// `[fabric.latency] nvlink_link` / `pcie_link`, the one-way latency of the GPU topologies'
+    /// NVLink and PCIe links, when given (the generation's default otherwise).
+    fn link_latency(&self) -> (Option<Duration>, Option<Duration>) {
+        let l = self.scenario.fabric.latency.as_ref();
+        (
+            l.and_then(|l| l.nvlink_link).map(|t| t.get()),
+            l.and_then(|l| l.pcie_link).map(|t| t.get()),
+        )
     }
 
     /// `[fabric.crossbar]` into the engine's [`Crossbar`], range-checked.

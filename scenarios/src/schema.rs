@@ -232,6 +232,46 @@ pub struct FabricSpec {
     /// GPU hubs and NVSwitch chips (any fabric kind with GPU servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crossbar: Option<CrossbarSpec>,
+    /// Endpoint and device latencies (`[fabric.latency]`); every key optional, defaults by
+    /// fabric kind and the servers' NVLink/PCIe generation (`docs/scenario-format.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySpec>,
+}
+
+/// `[fabric.latency]`: processing latencies of endpoints and devices, and the one-way latency
+/// of NVLink and PCIe links. Each at most [`crate::build::MAX_DEVICE_LATENCY`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LatencySpec {
+    /// NIC/HCA send processing (a host that is a network adapter, and a server's NIC from
+    /// PCIe to the network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_tx: Option<TimeSpec>,
+    /// NIC/HCA receive processing (network to memory, or to the server's PCIe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_rx: Option<TimeSpec>,
+    /// A GPU's NVLink/PCIe hub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_hub: Option<TimeSpec>,
+    /// NVSwitch chip traversal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvswitch: Option<TimeSpec>,
+    /// PCIe switch, port to port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_switch: Option<TimeSpec>,
+    /// CPU root complex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_complex: Option<TimeSpec>,
+    /// An InfiniBand switch of a RoCEv2 run (a custom topology's InfiniBand links); an
+    /// InfiniBand run's switches are `fabric.switch_latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_switch: Option<TimeSpec>,
+    /// One-way latency of an NVLink of the GPU topologies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_link: Option<TimeSpec>,
+    /// One-way latency of a PCIe link of the GPU topologies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_link: Option<TimeSpec>,
 }
 
 /// `[fabric.crossbar]`: striping and internal speed-up of GPU hubs and NVSwitch chips
@@ -801,6 +841,7 @@ impl Default for FabricSpec {
             roce: None,
             ethernet: None,
             crossbar: None,
+            latency: None,
         }
     }
 }

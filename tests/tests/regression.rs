@@ -207,7 +207,7 @@ fn a_moved_metric_fails_the_check_by_name_and_bless_accepts_it() {
     assert_eq!(o.code, 1, "{o:?}");
     let min = row(&o.stdout, "packet_latency_ns.min").unwrap_or_else(|| panic!("{o:?}"));
     assert!(
-        min.contains("1198.08") && min.contains("exact") && min.trim_end().ends_with("FAIL"),
+        min.contains("1498.112") && min.contains("exact") && min.trim_end().ends_with("FAIL"),
         "{min}"
     );
     assert!(
@@ -241,7 +241,7 @@ fn a_moved_metric_fails_the_check_by_name_and_bless_accepts_it() {
     let reblessed = std::fs::read_to_string(t.baseline("q")).unwrap();
     assert_ne!(blessed, reblessed);
     assert!(
-        reblessed.contains("\"packet_latency_ns.min\" = 1147.904\n"),
+        reblessed.contains("\"packet_latency_ns.min\" = 1498.112\n"),
         "{reblessed}"
     );
     let o = fabricsim(&["check", s(&sc), "--quiet"]);

@@ -111,20 +111,26 @@ pub const CROSSBAR_SPEEDUP_PERCENT_RANGE: std::ops::RangeInclusive<u32> = 100..=
 
 /// Port-to-port latency of the forwarding devices inside GPU servers (node kinds other than
 /// network switches; network switches use [`EngineConfig::switch_latency`]). Defaults and
-/// their sources: `docs/models/nvlink.md`, `docs/models/pcie.md`.
+/// their sources: `docs/models/nvlink.md`, `docs/models/pcie.md`, `docs/models/infiniband.md`;
+/// the scenario loader sets the PCIe switch from the server's PCIe generation and the NIC from
+/// the network's kind (`[fabric.latency]`, `docs/scenario-format.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceLatency {
     /// A GPU's NVLink/PCIe hub: 0 (its latency is folded into the NVLink latency).
     pub gpu_hub: Duration,
     /// NVSwitch traversal: 200 ns (`nvlink::DEFAULT_SWITCH_LATENCY`, an assumption).
     pub nvswitch: Duration,
-    /// PCIe switch (cut-through): 150 ns, an assumption (PCIe Gen4/5 switch vendors quote
-    /// 100-200 ns port-to-port).
+    /// PCIe switch (cut-through): Gen5's 115 ns ([`crate::pcie::PcieGen::switch_latency`]:
+    /// Broadcom PEX89000; Gen4 105 ns, Gen3 150 ns).
     pub pcie_switch: Duration,
     /// CPU root complex: 200 ns, an assumption.
     pub root_complex: Duration,
-    /// A server NIC forwarding between PCIe and the network: 500 ns, an assumption.
-    pub nic: Duration,
+    /// A server NIC taking a packet from PCIe to the network (its send processing):
+    /// [`IB_HCA_LATENCY`]`.tx` (250 ns).
+    pub nic_tx: Duration,
+    /// A server NIC taking a packet from the network to PCIe (its receive processing):
+    /// [`IB_HCA_LATENCY`]`.rx` (200 ns).
+    pub nic_rx: Duration,
     /// An InfiniBand switch in a RoCEv2 run (a custom topology's InfiniBand island, `device.rs`):
     /// [`crate::ib::DEFAULT_IB_SWITCH_LATENCY`] (130 ns, "sub-130 ns" Quantum HDR, `models.md` §1.5). In an
     /// InfiniBand run the switches use [`EngineConfig::switch_latency`].
@@ -136,13 +142,46 @@ impl Default for DeviceLatency {
         DeviceLatency {
             gpu_hub: Duration::ZERO,
             nvswitch: crate::nvlink::DEFAULT_SWITCH_LATENCY,
-            pcie_switch: Duration::from_ns(150),
+            pcie_switch: crate::pcie::PcieGen::Gen5.switch_latency(),
             root_complex: Duration::from_ns(200),
-            nic: Duration::from_ns(500),
+            nic_tx: IB_HCA_LATENCY.tx,
+            nic_rx: IB_HCA_LATENCY.rx,
             ib_switch: crate::ib::DEFAULT_IB_SWITCH_LATENCY,
         }
     }
 }
+
+/// The processing latency of a network endpoint (an InfiniBand HCA or an Ethernet NIC) on
+/// the send side (a message is posted -> its first packet may go on the wire) and on the
+/// receive side (a packet's last byte is in -> it is in memory). Both are pipeline latencies:
+/// they delay every packet by the same amount and never the throughput.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostLatency {
+    pub tx: Duration,
+    pub rx: Duration,
+}
+
+/// InfiniBand HCA processing: 250 ns send, 200 ns receive (450 ns both). Calibrated, an
+/// assumption in its split: NVIDIA quotes "sub-600 ns latency" for the ConnectX-6 VPI adapter
+/// (user manual; back to back, so an upper bound on send + receive processing), and perftest
+/// `ib_write_lat` over one HDR/NDR switch is about 0.6 us; 450 ns of endpoint processing plus
+/// a 130-ns switch and short cables gives 0.60 us over one switch, 0.47 us back to back. The
+/// send side is the larger part (doorbell and WQE written by the CPU, packetization; perftest's
+/// small messages are inline, so no DMA read of the payload, whose PCIe round trip is not in
+/// this figure), the receive side a posted DMA write.
+pub const IB_HCA_LATENCY: HostLatency = HostLatency {
+    tx: Duration::from_ns(250),
+    rx: Duration::from_ns(200),
+};
+
+/// Ethernet (RoCEv2) NIC processing: 400 ns send, 350 ns receive (750 ns both). Calibrated,
+/// an assumption in its split: NVIDIA quotes "sub 0.8 us" for the ConnectX-6 EN adapter
+/// against "sub-600 ns" for the same ASIC on InfiniBand; the Ethernet path adds the MAC/PCS and
+/// RS-FEC, here 150 ns per side over [`IB_HCA_LATENCY`].
+pub const ETHERNET_NIC_LATENCY: HostLatency = HostLatency {
+    tx: Duration::from_ns(400),
+    rx: Duration::from_ns(350),
+};
 
 /// How the engine runs a fabric.
 #[derive(Clone, Debug)]
@@ -170,6 +209,12 @@ pub struct EngineConfig {
     pub roce: Option<super::RoceConfig>,
     /// Latencies of GPU-server devices (hubs, NVSwitch, PCIe switches, root complexes, NICs).
     pub device_latency: DeviceLatency,
+    /// Processing of the endpoints that are themselves network adapters (hosts attached by a
+    /// network, InfiniBand or Ethernet link; GPUs, attached by NVLink/PCIe, have none): the
+    /// send side delays a flow's first packet, the receive side its deliveries. Default zero
+    /// (ideal endpoints, as the exact-timing tests of fabrics built in code assume); the
+    /// scenario loader sets [`IB_HCA_LATENCY`] or [`ETHERNET_NIC_LATENCY`].
+    pub host_latency: HostLatency,
     /// Striping and speed-up of GPU hubs and NVSwitch chips.
     pub crossbar: Crossbar,
     /// The network switches are the base fabric's output-queued Ethernet switches, and the
@@ -198,6 +243,7 @@ impl Default for EngineConfig {
             ib: None,
             roce: None,
             device_latency: DeviceLatency::default(),
+            host_latency: HostLatency::default(),
             crossbar: Crossbar::default(),
             lossy_network: false,
         }
@@ -221,13 +267,17 @@ impl EngineConfig {
 
     /// A PCIe-only server (`docs/models/pcie.md`): TLPs of up to `link.mps_bytes` payload plus
     /// the TLP overhead (framing, header, LCRC), posted-write data credits of 16 bytes
-    /// ([`crate::pcie::credit_layer`]).
+    /// ([`crate::pcie::credit_layer`]), PCIe switches of the link's generation.
     pub fn pcie(link: &crate::pcie::PcieLink) -> EngineConfig {
         EngineConfig {
             mtu_bytes: link.mps_bytes,
             header_bytes: link.tlp_overhead_bytes(),
             switch_latency: crate::ib::DEFAULT_IB_SWITCH_LATENCY,
             ib: Some(crate::pcie::credit_layer(crate::pcie::DEFAULT_DATA_CREDITS)),
+            device_latency: DeviceLatency {
+                pcie_switch: link.generation.switch_latency(),
+                ..DeviceLatency::default()
+            },
             ..EngineConfig::default()
         }
     }

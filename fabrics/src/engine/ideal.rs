@@ -40,7 +40,12 @@ impl Fabric {
     /// `None` when the flow's route is not a path to its destination.
     pub fn flow_ideal(&self, flow: u32) -> Option<IdealPath> {
         let ports = self.try_flow_path(flow)?;
-        let (ideal_fct_ps, stages) = self.ideal_run(flow);
+        let (mut ideal_fct_ps, stages) = self.ideal_run(flow);
+        let f = &self.flows[flow as usize];
+        if f.size.get() > 0 {
+            // The endpoints' own processing: before the first packet and after the last.
+            ideal_fct_ps += self.host_latency[f.src as usize].tx.ps() + self.host_latency[f.dst as usize].rx.ps();
+        }
         // Capacity of each stage: the summed rates of the links its packets used there.
         let rate = |set: &BTreeSet<u32>| BitsPerSec(set.iter().map(|&p| self.ports[p as usize].rate.get()).sum());
         let external = |set: &&BTreeSet<u32>| set.iter().any(|&p| !self.internal_port[p as usize]);

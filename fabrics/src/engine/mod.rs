@@ -181,6 +181,8 @@ pub struct Fabric {
     spray: Vec<bool>,
     /// Per port: its link is an `Internal` attachment (never a bottleneck).
     internal_port: Vec<bool>,
+    /// Per host: its own send and receive processing (zero for GPUs; `EngineConfig::host_latency`).
+    host_latency: Vec<HostLatency>,
     buffer: AnyBuffer,
     flow_control: AnyFlowControl,
     marking: AnyMarking,
@@ -338,7 +340,10 @@ impl Fabric {
                     NodeKind::NvSwitch => dl.nvswitch,
                     NodeKind::PcieSwitch => dl.pcie_switch,
                     NodeKind::RootComplex => dl.root_complex,
-                    NodeKind::Nic => dl.nic,
+                    // A NIC's send processing when the packet comes from inside the server,
+                    // its receive processing when it comes from the network.
+                    NodeKind::Nic if network_link(link.kind) => dl.nic_rx,
+                    NodeKind::Nic => dl.nic_tx,
                 };
                 let mut port = Port::new(
                     ni as u32,
@@ -376,6 +381,17 @@ impl Fabric {
                 wake_at: SimTime::MAX,
             });
         }
+        // Endpoint processing, per host: a host attached by a network link is a network
+        // adapter (HCA/NIC) and has the configured processing; a GPU (NVLink, PCIe or
+        // internal attachment) has none here.
+        let host_latency: Vec<HostLatency> = topo
+            .hosts
+            .iter()
+            .map(|h| match node_ports[h.index()].first() {
+                Some(&(edge, _)) if network_link(topo.graph[edge].kind) => cfg.host_latency,
+                _ => HostLatency::default(),
+            })
+            .collect();
 
         let mut flow_state = Vec::with_capacity(flows.len());
         let mut records = Vec::with_capacity(flows.len());
@@ -388,7 +404,7 @@ impl Fabric {
             };
             flow_state.push(FlowState {
                 unsent_bytes: f.size.get(),
-                next_send_at: f.start,
+                next_send_at: f.start + host_latency[f.src as usize].tx,
                 cc,
             });
             records.push(FlowRecord::new(i as u32, f));
@@ -461,6 +477,7 @@ impl Fabric {
             input_to_flow,
             spray,
             internal_port,
+            host_latency,
             pkt_latency: LatencyHistogram::new(),
             fct: LatencyHistogram::new(),
             totals: RunTotals::default(),
@@ -865,10 +882,11 @@ impl Fabric {
         base + hops[pick] as u32
     }
 
-    /// A packet reaches its destination host.
+    /// A packet reaches its destination host: it is in memory after the host's receive
+    /// processing (a timestamp, no event: the link and transport have seen it arrive now).
     fn deliver<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, id: u32) {
-        let now = s.now();
         let pkt = *self.packets.get(id);
+        let now = s.now() + self.host_latency[pkt.dst_host as usize].rx;
         self.packets.free(id);
         self.pkt_latency.record(now.since(pkt.sent_at));
         self.totals.packets_delivered += 1;
@@ -884,17 +902,17 @@ impl Fabric {
             rec.finish = Some(now);
             self.totals.flows_completed += 1;
             self.fct.record(now.since(rec.start));
-            self.release_dependents(s, pkt.flow);
+            self.release_dependents(s, pkt.flow, now);
         }
     }
 
-    /// Flow `f` is complete: its dependents whose last dependency it was start after their gap.
+    /// Flow `f` completed at `now` (at or after the current event): its dependents whose last
+    /// dependency it was start after their gap.
     #[inline]
-    fn release_dependents<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
+    fn release_dependents<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32, now: SimTime) {
         if self.deps.is_empty() {
             return;
         }
-        let now = s.now();
         let o = self.workload_origin();
         let d = &mut self.deps;
         for k in d.off[f as usize]..d.off[f as usize + 1] {
@@ -917,7 +935,7 @@ impl Fabric {
             self.records[i as usize].finish = Some(now);
             self.totals.flows_completed += 1;
             self.fct.record(sim_core::Duration::ZERO);
-            self.release_dependents(s, i);
+            self.release_dependents(s, i, now);
             return;
         }
         let node = self.ports[self.nics[src as usize].port as usize].node;
@@ -928,7 +946,8 @@ impl Fabric {
     fn on_flow_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, i: u32) {
         let now = s.now();
         self.records[i as usize].start = now;
-        self.flow_state[i as usize].next_send_at = now;
+        let src = self.flows[i as usize].src;
+        self.flow_state[i as usize].next_send_at = now + self.host_latency[src as usize].tx;
         self.start_flow(s, i);
     }
 
@@ -979,6 +998,13 @@ impl Fabric {
         let f = &self.flows[flow as usize];
         flow_hash(f.src, f.dst, flow)
     }
+}
+
+/// A link of the network between servers (not NVLink, PCIe or a server's internal attachment):
+/// a host on one is a network adapter, a NIC entered from one is receiving.
+fn network_link(kind: crate::topology::LinkKind) -> bool {
+    use crate::topology::LinkKind;
+    matches!(kind, LinkKind::Network | LinkKind::Ethernet | LinkKind::InfiniBand)
 }
 
 /// The framing of a link of `kind` in a run whose packets are `cfg.mtu_bytes` of payload:

@@ -23,9 +23,18 @@ pub const FLIT_BYTES: u64 = 16;
 pub const MAX_DATA_FLITS: u64 = 16;
 /// Most payload bytes per packet: `16 x 16 = 256`.
 pub const MAX_PAYLOAD_BYTES: u64 = FLIT_BYTES * MAX_DATA_FLITS;
-/// Default one-way latency of one NVLink (SerDes + FEC + wire). Assumption: models.md §3.2
-/// found no primary figure and suggests "~100s ns SerDes/FEC per link".
+/// Default one-way latency of one NVLink of the NRZ generations (1.0-3.0: SerDes + wire, no
+/// FEC). Assumption: models.md §3.2 found no primary figure and suggests "~100s ns SerDes/FEC
+/// per link". Per generation: [`NvLinkGen::link_delay`].
 pub const DEFAULT_LINK_DELAY: Duration = Duration::from_ns(100);
+/// Bits of one FEC codeword of the PAM4 generations: 5440, an RS(544,514) codeword of 10-bit
+/// symbols, the FEC of every PAM4 link at 100-200 Gb/s per lane (IEEE 802.3 clauses 91/134,
+/// InfiniBand HDR/NDR). That NVLink 4/5 use this code is an assumption: NVIDIA publishes only
+/// that they are PAM4 links.
+pub const FEC_CODEWORD_BITS: u64 = 5440;
+/// Decode time of that FEC once the codeword is in: 37 ns, the IEEE P802.3dj task force's
+/// latency assumptions for RS(544,514) (1 GHz core: 3 cycles encoder, 3 decoder, 31 correction).
+pub const FEC_DECODE_LATENCY: Duration = Duration::from_ns(37);
 /// Default receive buffer per link and direction, in flits (32 KiB). Assumption (no public
 /// figure): covers the credit round trip of a 50 GB/s NVLink5 link up to 655 ns and of a
 /// 25 GB/s link up to 1.3 us (see [`credits_for_line_rate`]); the loop through an NVSwitch
@@ -91,6 +100,25 @@ impl NvLinkGen {
         NvLinkGen::V4,
         NvLinkGen::V5,
     ];
+
+    /// One-way latency of a link of this generation: [`DEFAULT_LINK_DELAY`] (100 ns, an
+    /// assumption) for the NRZ generations 1.0-3.0; for the PAM4 generations 4.0 and 5.0 plus
+    /// the FEC's latency, the time to receive one codeword over the link
+    /// ([`FEC_CODEWORD_BITS`] / link rate) plus [`FEC_DECODE_LATENCY`]: 100 + 27.2 + 37 =
+    /// 164.2 ns (NVLink 4, 200 Gb/s per link), 100 + 13.6 + 37 = 150.6 ns (NVLink 5, 400 Gb/s).
+    /// An assumption built on cited parts: networking PAM4 FEC costs ~100 ns per hop (PCI-SIG,
+    /// explaining why PCIe 6.0 chose a lighter FEC; Sella, Moore, Zilberman, "FEC Killed the
+    /// Cut-Through Switch", 2018), which no measurement of NVLink confirms or refutes.
+    pub const fn link_delay(self) -> Duration {
+        match self {
+            NvLinkGen::V1 | NvLinkGen::V2 | NvLinkGen::V3 => DEFAULT_LINK_DELAY,
+            NvLinkGen::V4 | NvLinkGen::V5 => {
+                let rate = self.preset().link_rate().0 as u128;
+                let codeword_ps = (FEC_CODEWORD_BITS as u128 * 1_000_000_000_000).div_ceil(rate) as u64;
+                Duration(DEFAULT_LINK_DELAY.0 + codeword_ps + FEC_DECODE_LATENCY.0)
+            }
+        }
+    }
 
     /// The preset (models.md §3.1; per-GPU totals from NVIDIA's pages, lane splits for 1.0-3.0
     /// and 5.0 from secondary summaries, see `docs/models/nvlink.md`).

@@ -17,9 +17,14 @@ use sim_core::{BitsPerSec, Duration};
 
 use crate::topology::{LinkInfo, LinkKind};
 
-/// Default one-way latency of a PCIe link including PHY/data-link processing. Assumption (no
-/// figure in models.md): a few hundred ns per hop is the usual order; 150 ns here.
+/// Default one-way latency of a PCIe link including PHY/data-link processing, Gen3-Gen5 (NRZ,
+/// no FEC). Assumption (no figure in models.md): a few hundred ns per hop is the usual order;
+/// 150 ns here. Per generation: [`PcieGen::link_delay`].
 pub const DEFAULT_LINK_DELAY: Duration = Duration::from_ns(150);
+/// Latency the Gen6 FLIT-mode FEC adds per link: 2 ns, PCI-SIG's "less than 2 ns" for the
+/// lightweight FEC of PCIe 6.0 (as quoted in PCIe 6.0 overviews; the specification itself was
+/// not read), rounded up.
+pub const GEN6_FEC_LATENCY: Duration = Duration::from_ns(2);
 /// Default receive buffer for posted data per port in 16-byte data credits (64 KiB). An
 /// assumption: PCIe's 12-bit data-credit field allows 2048 outstanding credits (32 KiB), which
 /// does not cover a Gen5 x16 credit loop through a switch (~460 ns x 63 GB/s = 29 KB plus
@@ -71,6 +76,31 @@ pub enum Encoding {
 
 impl PcieGen {
     pub const ALL: [PcieGen; 4] = [PcieGen::Gen3, PcieGen::Gen4, PcieGen::Gen5, PcieGen::Gen6];
+
+    /// One-way latency of a link of this generation: [`DEFAULT_LINK_DELAY`] (150 ns, an
+    /// assumption) for the NRZ generations, plus [`GEN6_FEC_LATENCY`] for Gen6's FEC. Gen3-Gen5
+    /// links are equal here because no source gives a per-generation PHY latency.
+    pub const fn link_delay(self) -> Duration {
+        match self {
+            PcieGen::Gen6 => Duration(DEFAULT_LINK_DELAY.0 + GEN6_FEC_LATENCY.0),
+            _ => DEFAULT_LINK_DELAY,
+        }
+    }
+
+    /// Port-to-port (cut-through) latency of a PCIe switch of this generation (x16 to x16):
+    /// Gen4 105 ns (Broadcom PEX88000, "cut-through latency of 105ns between a pair of x16
+    /// ports, a 30% reduction from the PEX9700 Gen3 family", Linley Group newsletter, Sept.
+    /// 2019); Gen3 150 ns (derived: 105 / 0.7); Gen5 115 ns (Broadcom PEX89000 / PEX89144,
+    /// "latency of 115 ns", product summary); Gen6 117 ns, an assumption: no Gen6 switch figure
+    /// was found, so Gen5's plus [`GEN6_FEC_LATENCY`].
+    pub const fn switch_latency(self) -> Duration {
+        match self {
+            PcieGen::Gen3 => Duration::from_ns(150),
+            PcieGen::Gen4 => Duration::from_ns(105),
+            PcieGen::Gen5 => Duration::from_ns(115),
+            PcieGen::Gen6 => Duration(115_000 + GEN6_FEC_LATENCY.0),
+        }
+    }
 
     /// Transfer rate per lane in GT/s: 8, 16, 32, 64.
     pub const fn gt_per_s(self) -> u64 {

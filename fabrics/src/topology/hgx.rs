@@ -34,8 +34,8 @@ use sim_core::{BitsPerSec, Duration};
 
 use super::nvlink_shapes::{add_gpus, add_hubs, add_node, add_switched_domain};
 use super::{LinkInfo, LinkKind, NodeKind, Topology, TopologyError, check_size, nonzero};
-use crate::nvlink::{self, NvLinkGen, NvSwitchGen};
-use crate::pcie::{self, PcieGen, PcieLink};
+use crate::nvlink::{NvLinkGen, NvSwitchGen};
+use crate::pcie::{PcieGen, PcieLink};
 
 /// An HGX board.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,11 +45,11 @@ pub struct HgxSpec {
     pub nvswitch: NvSwitchGen,
     /// NVLinks from each GPU to chip `k` (the number of chips is the length).
     pub links_per_switch: Vec<u32>,
-    /// One-way NVLink latency (default [`nvlink::DEFAULT_LINK_DELAY`], an assumption).
+    /// One-way NVLink latency (default: the generation's, [`NvLinkGen::link_delay`]).
     pub nvlink_delay: Duration,
     /// GPU-switch and switch-NIC PCIe links.
     pub pcie: PcieLink,
-    /// One-way PCIe latency (default [`pcie::DEFAULT_LINK_DELAY`], an assumption).
+    /// One-way PCIe latency (default: the generation's, [`PcieGen::link_delay`]).
     pub pcie_delay: Duration,
     /// Give each GPU a NIC behind a PCIe switch (8 NICs); `false` = NVLink only.
     pub nics: bool,
@@ -63,9 +63,9 @@ impl HgxSpec {
             nvlink: NvLinkGen::V4,
             nvswitch: NvSwitchGen::Gen3,
             links_per_switch: vec![5, 4, 4, 5],
-            nvlink_delay: nvlink::DEFAULT_LINK_DELAY,
+            nvlink_delay: NvLinkGen::V4.link_delay(),
             pcie: PcieLink::new(PcieGen::Gen5, 16).expect("x16 is valid"),
-            pcie_delay: pcie::DEFAULT_LINK_DELAY,
+            pcie_delay: PcieGen::Gen5.link_delay(),
             nics: true,
         }
     }
@@ -76,7 +76,9 @@ impl HgxSpec {
             nvlink: NvLinkGen::V3,
             nvswitch: NvSwitchGen::Gen2,
             links_per_switch: vec![2; 6],
+            nvlink_delay: NvLinkGen::V3.link_delay(),
             pcie: PcieLink::new(PcieGen::Gen4, 16).expect("x16 is valid"),
+            pcie_delay: PcieGen::Gen4.link_delay(),
             ..HgxSpec::h100()
         }
     }
@@ -110,7 +112,7 @@ impl PcieServerSpec {
             nics_per_switch: 1,
             n_cpus: 2,
             pcie,
-            pcie_delay: pcie::DEFAULT_LINK_DELAY,
+            pcie_delay: generation.link_delay(),
             cpu_link: LinkInfo {
                 rate: pcie.rate(),
                 delay: Duration::from_ns(100),

@@ -15,7 +15,8 @@
 //!   another GPU's hub: that path stands for NCCL forwarding through the intermediate GPU's
 //!   memory (NVLink itself does not forward). Collective generators use neighbours only.
 //!
-//! Link latency defaults: [`crate::nvlink::DEFAULT_LINK_DELAY`] (an assumption).
+//! Link latency: the caller's (the scenario loader passes the generation's,
+//! [`crate::nvlink::NvLinkGen::link_delay`]).
 
 use petgraph::graph::NodeIndex;
 use sim_core::{BitsPerSec, Duration};

@@ -58,8 +58,6 @@ pub struct StudyInfo {
 #[derive(Clone, Copy, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Endpoint {
-    pub nic_tx_ns: f64,
-    pub nic_rx_ns: f64,
     pub pcie_rtt_ns: f64,
     pub gpu_ns: f64,
 }
@@ -237,12 +235,7 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, StudyError> {
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
     let m: Manifest = toml::from_str(&text).map_err(|e| err(e.to_string()))?;
     let e = &m.endpoint;
-    for (name, v) in [
-        ("endpoint.nic_tx_ns", e.nic_tx_ns),
-        ("endpoint.nic_rx_ns", e.nic_rx_ns),
-        ("endpoint.pcie_rtt_ns", e.pcie_rtt_ns),
-        ("endpoint.gpu_ns", e.gpu_ns),
-    ] {
+    for (name, v) in [("endpoint.pcie_rtt_ns", e.pcie_rtt_ns), ("endpoint.gpu_ns", e.gpu_ns)] {
         if !(v.is_finite() && v >= 0.0) {
             return Err(err(format!("{name}: expected a finite number >= 0, got {v}")));
         }
