@@ -124,8 +124,9 @@ impl Destinations<'_> {
     }
 }
 
-/// Frozen ECMP routing tables (see the module docs).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Frozen ECMP routing tables (see the module docs). `Default` is the empty set of tables of
+/// no topology (a placeholder while the real ones are lent out, never routed with).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Routes {
     n_leaves: usize,
     /// Leaf index -> leaf switch node index (ascending).
@@ -304,23 +305,39 @@ impl Routes {
             }
         }
 
-        // Switch-only adjacency over dense switch rows, keeping the original port numbers:
-        // the BFS and next-hop scans below never look at host ports.
+        // Switch-only adjacency over dense switch rows, one entry per distinct neighbour (in
+        // the order of its first port), each with its ports to that neighbour (ascending):
+        // the BFS and next-hop scans below never look at host ports, and a bundle of parallel
+        // links (a GPU hub's 18 NVLinks to 4 NVSwitch chips) is one step, not one per link
+        // (the scans were most of a large cluster's build).
         let mut sw_off: Vec<u32> = Vec::with_capacity(n_switches + 1);
         let mut sw_nbr: Vec<u32> = Vec::new();
-        let mut sw_port: Vec<u16> = Vec::new();
+        let mut sw_ports_off: Vec<u32> = vec![0];
+        let mut sw_ports: Vec<u16> = Vec::new();
+        let mut bundles: Vec<(u32, Vec<u16>)> = Vec::new();
         for v in (0..n).filter(|&v| !is_host[v]) {
             sw_off.push(sw_nbr.len() as u32);
             let fwd = &adj_fwd[adj_off[v] as usize..adj_off[v + 1] as usize];
+            bundles.clear();
             for (port, &w) in nbrs(v).iter().enumerate() {
                 if !is_host[w as usize] && fwd[port] {
-                    sw_nbr.push(switch_row[w as usize]);
-                    sw_port.push(port as u16);
+                    let w = switch_row[w as usize];
+                    match bundles.iter_mut().find(|(x, _)| *x == w) {
+                        Some((_, ports)) => ports.push(port as u16),
+                        None => bundles.push((w, vec![port as u16])),
+                    }
                 }
+            }
+            for (w, ports) in &bundles {
+                sw_nbr.push(*w);
+                sw_ports.extend_from_slice(ports);
+                sw_ports_off.push(sw_ports.len() as u32);
             }
         }
         sw_off.push(sw_nbr.len() as u32);
         let sw_range = |r: usize| sw_off[r] as usize..sw_off[r + 1] as usize;
+        // The ports of adjacency entry `i` (a neighbour bundle).
+        let bundle_ports = |i: usize| &sw_ports[sw_ports_off[i] as usize..sw_ports_off[i + 1] as usize];
 
         let mut groups: BTreeMap<Vec<u16>, u32> = BTreeMap::new();
         let mut group_offsets: Vec<u32> = vec![0, 0];
@@ -442,9 +459,12 @@ impl Routes {
                         Policy::UpDown => key[v] < key[u],
                     };
                     if legal && dist[v].wrapping_add(1) == du {
-                        scratch.push(sw_port[i]);
+                        scratch.extend_from_slice(bundle_ports(i));
                     }
                 }
+                // Bundles come in first-port order; their ports may interleave (port order
+                // is the set's order: ECMP picks index it).
+                scratch.sort_unstable();
                 let last = last_gid[u] as usize;
                 let prev = &group_ports[group_offsets[last] as usize..group_offsets[last + 1] as usize];
                 // Element by element: the sets are a few ports, and a `memcmp` call per

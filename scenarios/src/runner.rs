@@ -10,6 +10,7 @@ use crate::interrupt::Interrupt;
 use crate::report::{self, ScenarioInfo, Summary};
 use crate::results_dir::{OutError, Target};
 use fabrics::engine::{EngineError, Fabric};
+use fabrics::routing::Routes;
 use sha2::{Digest, Sha256};
 use sim_core::{Progress, RunReport, Stopwatch, WheelQueue};
 use std::ops::ControlFlow;
@@ -79,8 +80,10 @@ pub fn validate(path: &Path) -> Result<(Loaded, Built), RunError> {
 /// [`validate`] of a scenario already parsed (e.g. a sweep point, `crate::sweep`), within
 /// the scenario's wall-clock budget and the process's interrupts.
 pub fn validate_loaded(loaded: Loaded) -> Result<(Loaded, Built), RunError> {
-    let built = build_within(&loaded, Stopwatch::start(), &Interrupt::default())?;
-    check_routable(&loaded, &built)?;
+    let mut built = build_within(&loaded, Stopwatch::start(), &Interrupt::default())?;
+    // Lent to the check's fabric and given back: no copy of tables that can take a GiB.
+    let routes = std::mem::take(&mut built.routes);
+    built.routes = check_routable(&loaded, &built, routes)?;
     Ok((loaded, built))
 }
 
@@ -113,11 +116,12 @@ fn build_within(loaded: &Loaded, started: Stopwatch, interrupt: &Interrupt) -> R
     }
 }
 
-/// Refuses, as a scenario error, what the engine refuses when it is built from the scenario.
-fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
+/// Refuses, as a scenario error, what the engine refuses when it is built from the scenario
+/// with `routes` (`built`'s, lent); gives them back.
+fn check_routable(loaded: &Loaded, built: &Built, routes: Routes) -> Result<Routes, RunError> {
     let mut fabric = Fabric::with_deps(
         &built.topology,
-        built.routes.clone(),
+        routes,
         built.engine.clone(),
         built.flows.clone(),
         &built.deps,
@@ -127,7 +131,7 @@ fn check_routable(loaded: &Loaded, built: &Built) -> Result<(), RunError> {
     let topo = &built.topology;
     let node_names: Vec<&str> = topo.graph.node_indices().map(|n| topo.graph[n].name.as_str()).collect();
     loaded.enable_pcap(&mut fabric, &node_names)?;
-    Ok(())
+    Ok(fabric.into_routes())
 }
 
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is

@@ -596,6 +596,11 @@ impl Fabric {
     pub fn routes(&self) -> &Routes {
         &self.routes
     }
+    /// The routes, back from a fabric that is done with (its tables can be large: a check
+    /// that builds a fabric need not copy them).
+    pub fn into_routes(self) -> Routes {
+        self.routes
+    }
     /// Host index of a node, if it is a host.
     pub fn host_of_node(&self, node: u32) -> Option<u32> {
         let h = self.host_of_node[node as usize];
