@@ -1120,16 +1120,41 @@ impl Model for Fabric {
             && let Some(port) = self.ports.get(*p as usize)
         {
             std::hint::black_box((port.busy_until, port.queued_bytes, port.stats.queue_bytes.max()));
+            if matches!(upcoming[2], Some(Ev::TxDone(_))) && port.device == Device::RoceSwitch {
+                self.roce_prefetch_departure(*p, 2);
+            }
         }
-        if let Some(Ev::Arrive(p)) = upcoming[1]
-            && let Some(port) = self.ports.get(*p as usize)
-        {
-            std::hint::black_box(port.pipe.head().copied());
+        match upcoming[1] {
+            Some(Ev::Arrive(p)) => {
+                if let Some(port) = self.ports.get(*p as usize) {
+                    std::hint::black_box(port.pipe.head().copied());
+                }
+            }
+            Some(Ev::TxDone(p))
+                if self
+                    .ports
+                    .get(*p as usize)
+                    .is_some_and(|x| x.device == Device::RoceSwitch) =>
+            {
+                self.roce_prefetch_departure(*p, 1);
+            }
+            _ => {}
         }
-        if let Some(Ev::Arrive(p)) = upcoming[0]
-            && let Some(pkt) = self.pipe_head_packet(*p)
-        {
-            std::hint::black_box(pkt.flow_hash);
+        match upcoming[0] {
+            Some(Ev::Arrive(p)) => {
+                if let Some(pkt) = self.pipe_head_packet(*p) {
+                    std::hint::black_box(pkt.flow_hash);
+                }
+            }
+            Some(Ev::TxDone(p))
+                if self
+                    .ports
+                    .get(*p as usize)
+                    .is_some_and(|x| x.device == Device::RoceSwitch) =>
+            {
+                self.roce_prefetch_departure(*p, 0);
+            }
+            _ => {}
         }
     }
 

@@ -97,6 +97,37 @@ pub(super) fn dwrr_pick<D: Deficit>(
 }
 
 impl Fabric {
+    /// Prefetch hint for a coming `TxDone(p)` at a RoCEv2 switch port (`Model::prefetch`'s
+    /// pipeline; no effect on results): its pick reads the queue record of every non-empty
+    /// priority, the head id in that queue's ring, then the head packet (DWRR weighs its wire
+    /// bytes). `stage` 2 touches the records, 1 the head ids, 0 the head packets, so each
+    /// stage reads only what the one before brought in.
+    #[inline]
+    pub(in crate::engine) fn roce_prefetch_departure(&self, p: u32, stage: u8) {
+        let Some(r) = self.roce.as_deref() else { return };
+        let mut waiting = r.nonempty.get(p as usize).copied().unwrap_or(0);
+        while waiting != 0 {
+            let prio = waiting.trailing_zeros() as u8;
+            waiting &= waiting - 1;
+            let Some(q) = r.q.get(RoceState::ix(p, prio)) else {
+                return;
+            };
+            match stage {
+                2 => {
+                    std::hint::black_box(q.bytes);
+                }
+                1 => {
+                    std::hint::black_box(q.ids.front().copied());
+                }
+                _ => {
+                    if let Some(pkt) = q.ids.front().and_then(|&id| self.packets.slots_get(id)) {
+                        std::hint::black_box(pkt.wire_bytes);
+                    }
+                }
+            }
+        }
+    }
+
     /// Strict priority, then DWRR: the next packet of switch port `p`, dequeued (MMU release,
     /// ECN at dequeue, XON).
     ///
