@@ -188,6 +188,16 @@ fn every_fabric_says_completed_when_every_flow_completes() {
     }
 }
 
+/// An InfiniBand cluster of `servers` HGX H100 servers on a k-ary fat-tree with one
+/// `[[workload]]` of `workload` and the tables of `rest`.
+fn hgx_ndr_cluster(servers: u32, k: u32, workload: &str, rest: &str) -> String {
+    format!(
+        "[scenario]\nname = \"big\"\n[topology]\nkind = \"cluster\"\nservers = {servers}\nserver = \"hgx_h100\"\n\
+         k = {k}\nnic_link = {{ rate = \"400Gbps\", cable_m = 5 }}\nfabric_link = {{ rate = \"400Gbps\", cable_m = 20 }}\n\
+         [fabric]\nkind = \"infiniband\"\n[[workload]]\n{workload}{rest}"
+    )
+}
+
 /// Issue 15: `validate` of a large cluster took 11 s and 630 MB at 512 HGX servers (89 s and
 /// 2.2 GB at 1,024) for a single flow, building routes towards all 4,096 GPU hubs. The route
 /// tables now lead only to the leaves the flows reach: two here, so the cluster validates, and
@@ -196,21 +206,12 @@ fn every_fabric_says_completed_when_every_flow_completes() {
 #[test]
 fn a_large_cluster_routes_only_towards_its_flows() {
     let dir = tempfile::tempdir().unwrap();
-    let text = r#"[scenario]
-name = "big_one_flow"
-[topology]
-kind = "cluster"
-servers = 512
-server = "hgx_h100"
-k = 32
-nic_link = { rate = "400Gbps", cable_m = 5 }
-fabric_link = { rate = "400Gbps", cable_m = 20 }
-[fabric]
-kind = "infiniband"
-[[workload]]
-kind = "flows"
-flows = [{ src = 0, dst = 4000, size = "1MiB" }]
-"#;
+    let text = hgx_ndr_cluster(
+        512,
+        32,
+        "kind = \"flows\"\nflows = [{ src = 0, dst = 4000, size = \"1MiB\" }]\n",
+        "",
+    );
     let file = dir.path().join("big.toml");
     std::fs::write(&file, text).unwrap();
     let r = fabricsim(&["validate", s(&file)]);
@@ -243,23 +244,12 @@ flows = [{ src = 0, dst = 4000, size = "1MiB" }]
 #[test]
 fn the_wall_clock_budget_counts_the_build() {
     let dir = tempfile::tempdir().unwrap();
-    let text = r#"[scenario]
-name = "big"
-[topology]
-kind = "cluster"
-servers = 1024
-server = "hgx_h100"
-k = 64
-nic_link = { rate = "400Gbps", cable_m = 5 }
-fabric_link = { rate = "400Gbps", cable_m = 20 }
-[fabric]
-kind = "infiniband"
-[[workload]]
-kind = "permutation"
-size = "1MiB"
-[run]
-wall_clock_s = 1
-"#;
+    let text = hgx_ndr_cluster(
+        1024,
+        64,
+        "kind = \"permutation\"\nsize = \"1MiB\"\n",
+        "[run]\nwall_clock_s = 1\n",
+    );
     let file = dir.path().join("big.toml");
     std::fs::write(&file, text).unwrap();
     let out = dir.path().join("out");

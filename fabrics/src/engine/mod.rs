@@ -813,6 +813,38 @@ impl Fabric {
         device.arrive(self, s, p, id);
     }
 
+    /// Stage `stage` of [`Model::prefetch`]'s pipeline for `ev`, `stage + 1` events ahead:
+    /// 2, the port's three hot lines (and a RoCEv2 switch departure's queue records); 1, an
+    /// arrival's pipe head slot (its address is in the port line of stage 2), a departure's
+    /// queue head slots; 0, the packets those slots name.
+    #[inline(always)]
+    fn prefetch_stage(&self, ev: Option<&Ev>, stage: u8) {
+        let Some(&(Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p))) = ev else {
+            return;
+        };
+        let Some(port) = self.ports.get(p as usize) else {
+            return;
+        };
+        let departure = matches!(ev, Some(Ev::TxDone(_))) && port.device == Device::RoceSwitch;
+        match (stage, ev) {
+            (2, _) => {
+                std::hint::black_box((port.busy_until, port.queued_bytes, port.stats.queue_bytes.max()));
+            }
+            (1, Some(Ev::Arrive(_))) => {
+                std::hint::black_box(port.pipe.head().copied());
+            }
+            (0, Some(Ev::Arrive(_))) => {
+                if let Some(pkt) = self.pipe_head_packet(p) {
+                    std::hint::black_box(pkt.flow_hash);
+                }
+            }
+            _ => {}
+        }
+        if departure {
+            self.roce_prefetch_departure(p, stage);
+        }
+    }
+
     /// The packet at the head of port `p`'s pipe (for prefetching: a stale hint may name
     /// another port's or a freed slot, never out of bounds).
     #[inline]
@@ -1107,55 +1139,19 @@ impl Model for Fabric {
 
     /// Brings the state of the next events into the cache while this one is handled, as a
     /// software pipeline (at scale the per-port state and the packets are far larger than the
-    /// caches and nearly every hop starts with misses, `docs/performance.md`): three events
-    /// ahead, the hot lines of its port; two ahead, for an arrival, its pipe's head slot
-    /// (whose port line came in one event earlier); one ahead, the packet that slot names.
-    /// Each stage reads only what the stage before asked for, so no stage waits on a miss.
-    /// The loads start now and overlap with this event's work (no prefetch intrinsic: the
-    /// workspace has no unsafe code). A fourth stage that routed the packet to prefetch its
-    /// egress port cost more than it saved (session 8, `docs/performance.md`).
+    /// caches and nearly every hop starts with misses, `docs/performance.md`): each upcoming
+    /// event gets the stage of its distance ([`Fabric::prefetch_stage`]), so each stage reads
+    /// only what the stage before asked for and no stage waits on a miss. The loads start now
+    /// and overlap with this event's work. Measured and dropped (session 8): a fourth stage
+    /// that routed the packet to prefetch its egress port, and a prefetch instruction in
+    /// place of the loads (no gain, and it needs `unsafe`).
     #[inline]
     fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
-        if let Some(Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p)) = upcoming[2]
-            && let Some(port) = self.ports.get(*p as usize)
-        {
-            std::hint::black_box((port.busy_until, port.queued_bytes, port.stats.queue_bytes.max()));
-            if matches!(upcoming[2], Some(Ev::TxDone(_))) && port.device == Device::RoceSwitch {
-                self.roce_prefetch_departure(*p, 2);
-            }
-        }
-        match upcoming[1] {
-            Some(Ev::Arrive(p)) => {
-                if let Some(port) = self.ports.get(*p as usize) {
-                    std::hint::black_box(port.pipe.head().copied());
-                }
-            }
-            Some(Ev::TxDone(p))
-                if self
-                    .ports
-                    .get(*p as usize)
-                    .is_some_and(|x| x.device == Device::RoceSwitch) =>
-            {
-                self.roce_prefetch_departure(*p, 1);
-            }
-            _ => {}
-        }
-        match upcoming[0] {
-            Some(Ev::Arrive(p)) => {
-                if let Some(pkt) = self.pipe_head_packet(*p) {
-                    std::hint::black_box(pkt.flow_hash);
-                }
-            }
-            Some(Ev::TxDone(p))
-                if self
-                    .ports
-                    .get(*p as usize)
-                    .is_some_and(|x| x.device == Device::RoceSwitch) =>
-            {
-                self.roce_prefetch_departure(*p, 0);
-            }
-            _ => {}
-        }
+        // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
+        // link-hop more).
+        self.prefetch_stage(upcoming[2], 2);
+        self.prefetch_stage(upcoming[1], 1);
+        self.prefetch_stage(upcoming[0], 0);
     }
 
     /// All flows completed, or (RoCEv2) a deadlock was detected.
