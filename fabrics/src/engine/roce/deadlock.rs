@@ -29,9 +29,7 @@ impl Fabric {
         // of this coarser relation (paused ports of consecutive nodes), whose edges cost a
         // port's neighbours, not a scan of a queue that can hold thousands of packets (an
         // incast: the exact search alone was a fifth of its run). No coarse cycle, no deadlock.
-        if self.roce_search_cycle(now, x, false).is_none() {
-            return None;
-        }
+        self.roce_search_cycle(now, x, false)?;
         self.roce_search_cycle(now, x, true)
     }
 
