@@ -197,7 +197,16 @@ pub struct Fabric {
     roce: Option<Box<RoceState>>,
     /// Packet capture of chosen ports (`capture.rs`), when asked for.
     capture: Option<Box<Capture>>,
+    /// Run the prefetch pipeline (`Model::prefetch`): only on fabrics whose per-port state
+    /// outgrows the caches ([`PREFETCH_MIN_PORTS`]).
+    prefetching: bool,
 }
+
+/// Fewest ports for which the engine prefetches: below it (a k=8 fat-tree has 768) the
+/// working set stays in the caches and the pipeline's loads only cost instructions (+4 % on
+/// the k=8 mirror); from it (k=16: 6,144) they hide misses (-19 % at k=16, -30 % at k=32;
+/// `docs/performance.md`, session 8).
+pub const PREFETCH_MIN_PORTS: usize = 2048;
 
 impl Fabric {
     /// Freezes `topo` and `routes` into flat arrays and prepares `flows` (any order; they are
@@ -453,6 +462,7 @@ impl Fabric {
             ib,
             roce: None,
             capture: None,
+            prefetching: false,
             dmodk_div,
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
@@ -496,6 +506,7 @@ impl Fabric {
             fabric.roce_init()?;
         }
         fabric.init_pfc_receivers();
+        fabric.prefetching = fabric.ports.len() >= PREFETCH_MIN_PORTS;
         Ok(fabric)
     }
 
@@ -1149,6 +1160,9 @@ impl Model for Fabric {
     fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
         // link-hop more).
+        if !self.prefetching {
+            return;
+        }
         self.prefetch_stage(upcoming[2], 2);
         self.prefetch_stage(upcoming[1], 1);
         self.prefetch_stage(upcoming[0], 0);
