@@ -230,9 +230,109 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Res
     serde_path_to_error::deserialize(de).map_err(|e| {
         let field = field_path(e.path());
         let inner = e.into_inner();
-        let message = crate::wording::user_terms(&one_line(inner.message()), Some(&field));
-        ScenarioError::at(file, text, inner.span(), Some(field), message)
+        let raw = one_line(inner.message());
+        let (field, span) = match key_inside_tagged_table::<T>(text, &field, &raw) {
+            Some((key, span)) => (key, Some(span)),
+            None => (field, inner.span()),
+        };
+        let message = crate::wording::user_terms(&raw, Some(&field));
+        ScenarioError::at(file, text, span, Some(field), message)
     })
+}
+
+/// The key a type error inside a `kind`-tagged table is about, and where its value is written.
+///
+/// serde buffers an internally tagged table (`[topology]`, `[[workload]]`, `fabric.buffer`)
+/// before it looks at `kind`, so its errors name the table and point at it. The key is found
+/// by taking each key out of that table in turn: the one whose absence turns the error into
+/// "missing field" for it (or makes the table parse) is the culprit. Only on the error path;
+/// `None` when the error is not a value's type inside such a table, or no single key explains it.
+fn key_inside_tagged_table<T: serde::de::DeserializeOwned>(
+    text: &str,
+    field: &str,
+    message: &str,
+) -> Option<(String, Range<usize>)> {
+    if ["missing field", "unknown field", "unknown variant", "duplicate"]
+        .iter()
+        .any(|m| message.starts_with(m))
+        || message.contains("internally tagged")
+    {
+        return None;
+    }
+    let root: toml::Table = text.parse().ok()?;
+    let table = table_at(&root, field)?;
+    if !table.contains_key("kind") {
+        return None;
+    }
+    let keys: Vec<String> = table.keys().filter(|k| *k != "kind").cloned().collect();
+    for key in keys {
+        let mut edited = root.clone();
+        table_at_mut(&mut edited, field)?.remove(&key);
+        let edited = toml::to_string(&edited).ok()?;
+        let explained = match toml::from_str::<T>(&edited) {
+            Ok(_) => true,
+            Err(e) => e.message().starts_with(&format!("missing field `{key}`")),
+        };
+        if explained {
+            let path = format!("{field}.{key}");
+            let span = crate::locate::span_of(text, &path)?;
+            return Some((path, span));
+        }
+    }
+    None
+}
+
+/// The steps of a field path `a.b[2].c` (keys and indices).
+fn path_steps(field: &str) -> Vec<Result<&str, usize>> {
+    let mut steps = Vec::new();
+    for part in field.split('.') {
+        let (key, rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
+        if !key.is_empty() {
+            steps.push(Ok(key));
+        }
+        for index in rest.split('[') {
+            if let Ok(i) = index.trim_end_matches(']').parse::<usize>() {
+                steps.push(Err(i));
+            }
+        }
+    }
+    steps
+}
+
+/// The table at `field` in `root`, if that path leads to one.
+fn table_at<'a>(root: &'a toml::Table, field: &str) -> Option<&'a toml::Table> {
+    let mut value: Option<&toml::Value> = None;
+    let mut table = root;
+    for step in path_steps(field) {
+        let next = match (step, value) {
+            (Ok(key), _) => table.get(key)?,
+            (Err(i), Some(toml::Value::Array(a))) => a.get(i)?,
+            (Err(_), _) => return None,
+        };
+        value = Some(next);
+        if let toml::Value::Table(t) = next {
+            table = t;
+        }
+    }
+    match value? {
+        toml::Value::Table(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// [`table_at`], mutable.
+fn table_at_mut<'a>(root: &'a mut toml::Table, field: &str) -> Option<&'a mut toml::Table> {
+    let mut current: &mut toml::Value = root.get_mut(match path_steps(field).first()? {
+        Ok(key) => *key,
+        Err(_) => return None,
+    })?;
+    for step in path_steps(field).into_iter().skip(1) {
+        current = match step {
+            Ok(key) => current.as_table_mut()?.get_mut(key)?,
+            Err(i) => current.as_array_mut()?.get_mut(i)?,
+        };
+    }
+    current.as_table_mut()
 }
 
 /// An error found after parsing (a dangling reference, an impossible combination ...).

@@ -8,9 +8,10 @@
 //! the offending value and key words of what was expected), not on the full wording.
 //!
 //! Errors inside `[topology]` and `[[workload]]` come from serde's internally tagged enums
-//! (selected by `kind`), which buffer the whole table: the field path is then that of the table
-//! (`topology`, `workload[0]`) and the position the table's header or the value itself. Those
-//! cases are checked with [`Bad::within`], which accepts either.
+//! (selected by `kind`), which buffer the whole table; the loader then finds the key by taking
+//! each one out in turn (`diag.rs`), so type errors name `topology.k` and point at its value.
+//! Cases it cannot pin to one key keep the table's path and position; the older tests check
+//! them with [`Bad::within`], which accepts either.
 
 use std::ops::RangeInclusive;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -1376,6 +1377,28 @@ fn roce_pfc_and_timer_values_out_of_range_are_refused_with_the_range() {
         .at(pos(&text, "fabric_link = ", "\"18446744s\""))
         .field("topology.fabric_link.delay")
         .says(&["expected a one-way delay of at most 1s", "got 18446744s"]);
+}
+
+/// Issue 14: a type error inside a `kind`-tagged table named the table (`topology`, at its
+/// header) instead of the key. Now the key and its value's position, in `[topology]`,
+/// `[[workload]]` and `fabric.buffer` alike.
+#[test]
+fn type_errors_inside_tagged_tables_name_the_key() {
+    let text = edit("k = 4", "k = \"four\"");
+    invalid("topology_k.toml", &text)
+        .at(pos(&text, "\nk = ", "\"four\""))
+        .field("topology.k")
+        .says(&["\"four\"", "expected an integer"]);
+    let text = edit("kind = \"flows\"", "kind = \"flows\"\nclass = \"three\"");
+    invalid("workload_class.toml", &text)
+        .at(pos(&text, "class = ", "\"three\""))
+        .field("workload[0].class")
+        .says(&["\"three\"", "expected an integer"]);
+    let text = edit("size = \"512KiB\" }", "size = 512.5 }");
+    invalid("buffer_size.toml", &text)
+        .at(pos(&text, "size = 512.5", "512.5"))
+        .field("fabric.buffer.size")
+        .says(&["512.5"]);
 }
 
 /// Issue 14/15: `validate` of a cluster of 4,096 HGX servers tried to allocate 15 GB of route

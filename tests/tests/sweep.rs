@@ -186,11 +186,11 @@ fn bad_values_and_paths_are_located_and_exit_2() {
     }
     assert!(!out.exists(), "an invalid sweep must not create its output directory");
 
-    // A unit error inside a tagged table is still blamed on the swept value.
+    // A unit error inside a tagged table is still blamed on the swept value, and names its key.
     let e = first_error(dir.path(), "\"fabric.buffer.size\" = [\"1MiB\", \"12Kb\"]");
     assert!(
         e.starts_with(
-            "error: FILE:LAST:33: sweep point 1 (fabric.buffer.size = \"12Kb\"): fabric.buffer: invalid size \"12Kb\""
+            "error: FILE:LAST:33: sweep point 1 (fabric.buffer.size = \"12Kb\"): fabric.buffer.size: invalid size \"12Kb\""
         ),
         "{e}"
     );
