@@ -89,30 +89,15 @@ pub enum Destinations<'a> {
 }
 
 impl Destinations<'_> {
-    /// Per leaf switch of `topo` (in [`Topology::leaves`] order): whether a route leads to it.
-    fn leaf_mask(&self, topo: &Topology) -> Vec<bool> {
-        let leaves = topo.leaves();
-        let hosts = match self {
-            Destinations::All => return vec![true; leaves.len()],
-            Destinations::Hosts(h) => h,
+    /// Per leaf index (`n_leaves` of them): whether a route leads to it, with `leaf_of` the
+    /// leaf index of a host (`None`: no such host, or one cabled to another host).
+    fn mark(&self, n_leaves: usize, leaf_of: impl Fn(u32) -> Option<u32>) -> Vec<bool> {
+        let Destinations::Hosts(hosts) = self else {
+            return vec![true; n_leaves];
         };
-        let mut leaf_idx = vec![u32::MAX; topo.n_nodes()];
-        for (i, l) in leaves.iter().enumerate() {
-            leaf_idx[l.index()] = i as u32;
-        }
-        let mut mask = vec![false; leaves.len()];
-        for &h in hosts.iter() {
-            let Some(&node) = topo.hosts.get(h as usize) else {
-                continue;
-            };
-            // A host has one link (`Topology::validate`); its far end is its leaf unless it
-            // is another host.
-            if let Some((_, leaf)) = topo.ports(node).first()
-                && let Some(&i) = leaf_idx.get(leaf.index())
-                && i != u32::MAX
-            {
-                mask[i as usize] = true;
-            }
+        let mut mask = vec![false; n_leaves];
+        for l in hosts.iter().filter_map(|&h| leaf_of(h)) {
+            mask[l as usize] = true;
         }
         mask
     }
@@ -120,7 +105,18 @@ impl Destinations<'_> {
     /// Number of leaf switches routes lead to: the route table's columns (for a memory
     /// estimate before building).
     pub fn n_leaves(&self, topo: &Topology) -> usize {
-        self.leaf_mask(topo).iter().filter(|&&b| b).count()
+        let leaves = topo.leaves();
+        let mut leaf_idx = vec![u32::MAX; topo.n_nodes()];
+        for (i, l) in leaves.iter().enumerate() {
+            leaf_idx[l.index()] = i as u32;
+        }
+        // A host has one link (`Topology::validate`); its far end is its leaf unless it is
+        // another host.
+        let leaf_of = |h: u32| {
+            let (_, leaf) = *topo.ports(*topo.hosts.get(h as usize)?).first()?;
+            leaf_idx.get(leaf.index()).copied().filter(|&i| i != u32::MAX)
+        };
+        self.mark(leaves.len(), leaf_of).iter().filter(|&&b| b).count()
     }
 }
 
@@ -343,7 +339,9 @@ impl Routes {
         let mut group_offsets: Vec<u32> = vec![0, 0];
         let mut group_ports: Vec<u16> = Vec::new();
         groups.insert(Vec::new(), 0);
-        let routed = dests.leaf_mask(topo);
+        let routed = dests.mark(n_leaves, |h| {
+            host_leaf.get(h as usize).copied().filter(|&l| l != NO_LEAF)
+        });
         let mut leaf_col = vec![NO_COLUMN; n_leaves];
         let mut n_cols = 0usize;
         for (li, _) in routed.iter().enumerate().filter(|(_, r)| **r) {

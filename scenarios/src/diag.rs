@@ -260,7 +260,8 @@ fn key_inside_tagged_table<T: serde::de::DeserializeOwned>(
         return None;
     }
     let root: toml::Table = text.parse().ok()?;
-    let table = table_at(&root, field)?;
+    let mut probe = root.clone();
+    let table = table_at_mut(&mut probe, field)?;
     if !table.contains_key("kind") {
         return None;
     }
@@ -299,28 +300,7 @@ fn path_steps(field: &str) -> Vec<Result<&str, usize>> {
     steps
 }
 
-/// The table at `field` in `root`, if that path leads to one.
-fn table_at<'a>(root: &'a toml::Table, field: &str) -> Option<&'a toml::Table> {
-    let mut value: Option<&toml::Value> = None;
-    let mut table = root;
-    for step in path_steps(field) {
-        let next = match (step, value) {
-            (Ok(key), _) => table.get(key)?,
-            (Err(i), Some(toml::Value::Array(a))) => a.get(i)?,
-            (Err(_), _) => return None,
-        };
-        value = Some(next);
-        if let toml::Value::Table(t) = next {
-            table = t;
-        }
-    }
-    match value? {
-        toml::Value::Table(t) => Some(t),
-        _ => None,
-    }
-}
-
-/// [`table_at`], mutable.
+/// The table at `field` (`a.b[2].c`) in `root`, if that path leads to one.
 fn table_at_mut<'a>(root: &'a mut toml::Table, field: &str) -> Option<&'a mut toml::Table> {
     let mut current: &mut toml::Value = root.get_mut(match path_steps(field).first()? {
         Ok(key) => *key,

@@ -197,9 +197,6 @@ pub struct Fabric {
     roce: Option<Box<RoceState>>,
     /// Packet capture of chosen ports (`capture.rs`), when asked for.
     capture: Option<Box<Capture>>,
-    /// Run the prefetch pipeline (`Model::prefetch`): only on fabrics whose per-port state
-    /// outgrows the caches ([`PREFETCH_MIN_PORTS`]).
-    prefetching: bool,
 }
 
 /// Fewest ports for which the engine prefetches: below it (a k=8 fat-tree has 768) the
@@ -462,7 +459,6 @@ impl Fabric {
             ib,
             roce: None,
             capture: None,
-            prefetching: false,
             dmodk_div,
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
@@ -506,7 +502,6 @@ impl Fabric {
             fabric.roce_init()?;
         }
         fabric.init_pfc_receivers();
-        fabric.prefetching = fabric.ports.len() >= PREFETCH_MIN_PORTS;
         Ok(fabric)
     }
 
@@ -1160,7 +1155,8 @@ impl Model for Fabric {
     fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
         // link-hop more).
-        if !self.prefetching {
+        // Only on fabrics whose per-port state outgrows the caches.
+        if self.ports.len() < PREFETCH_MIN_PORTS {
             return;
         }
         self.prefetch_stage(upcoming[2], 2);
