@@ -79,6 +79,10 @@ pub struct Port {
     pub peer_device: super::Device,
     /// A `TxDone` event is scheduled for `busy_until`.
     pub txdone_pending: bool,
+    /// The port is sending a packet whose end nobody waited for, so no `TxDone` was
+    /// scheduled (a credit device's flow-control packet, `ib/switch.rs`): a kick before its
+    /// end schedules it then.
+    pub txdone_deferred: bool,
     pub queued_bytes: u64,
     pub stats: PortStats,
     /// Packet ids waiting to be sent, FIFO.
@@ -108,6 +112,7 @@ impl Port {
             peer_latency,
             busy_until: SimTime::ZERO,
             txdone_pending: false,
+            txdone_deferred: false,
             queue: VecDeque::new(),
             queued_bytes: 0,
             pipe: Pipe::new(),

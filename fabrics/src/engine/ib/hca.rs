@@ -97,7 +97,11 @@ impl Fabric {
         let Some(p) = self.nic_idle_port(s, h) else { return };
         if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
             let done = self.ib_send_fc(s, p, vl);
-            self.nic_wake_at(s, h, done);
+            // Woken at its end only if something else waits (a later send while the port is
+            // busy arms the wake itself, `nic_idle_port`).
+            if self.ib_nic_has_more(h, p) {
+                self.nic_wake_at(s, h, done);
+            }
             return;
         }
         if let Some(&id) = self.ibr().cnp_queue[h as usize].front() {
@@ -170,11 +174,16 @@ impl Fabric {
             self.ibs().host_flows[h as usize][vl as usize].push_back(f);
         }
         let done = self.transmit(s, p, id, SimTime::ZERO);
-        let more = self.ibr().host_flows[h as usize].iter().any(|q| !q.is_empty())
-            || !self.ibr().cnp_queue[h as usize].is_empty()
-            || !self.ibr().ctrl[p as usize].is_empty();
-        if more {
+        if self.ib_nic_has_more(h, p) {
             self.nic_wake_at(s, h, done);
         }
+    }
+
+    /// HCA `h` (port `p`) has flows, notifications or flow-control packets left to send.
+    fn ib_nic_has_more(&self, h: u32, p: u32) -> bool {
+        let ib = self.ibr();
+        ib.host_flows[h as usize].iter().any(|q| !q.is_empty())
+            || !ib.cnp_queue[h as usize].is_empty()
+            || !ib.ctrl[p as usize].is_empty()
     }
 }

@@ -589,7 +589,7 @@ impl IbState {
     }
 
     /// Bytes waiting for output `p`, all VLs.
-    fn out_bytes_total(&self, p: u32) -> u64 {
+    pub(super) fn out_bytes_total(&self, p: u32) -> u64 {
         (0..self.nv as u8).map(|vl| self.out_bytes[self.ix(p, vl)]).sum()
     }
 
