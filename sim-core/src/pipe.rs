@@ -55,6 +55,11 @@ impl<T> Pipe<T> {
         }
     }
 
+    /// Arrival times of the items, head first.
+    pub fn times(&self) -> impl Iterator<Item = SimTime> + '_ {
+        self.ring.iter().map(|&(t, _)| t)
+    }
+
     /// Arrival time of the current head, if any.
     #[inline]
     pub fn head_time(&self) -> Option<SimTime> {

@@ -451,6 +451,12 @@ impl Fabric {
                 if spray[port.node as usize] {
                     ib.disable_hoq_life(p as u32);
                 }
+                // Credit arrivals taken in when the sender looks: where the sender is a credit
+                // device, whose looks (and least-loaded routing's) `credit_link.rs` covers.
+                let d = device[port.node as usize];
+                if link_fc[p] == LinkFc::Credit && matches!(d, Device::CreditSwitch | Device::CreditHost) {
+                    ib.set_fc_lazy(p as u32);
+                }
             }
         }
         let dmodk_div = dmodk_divisors(topo);
@@ -722,6 +728,10 @@ impl Fabric {
     /// far end's port `x` that sends back over this link, handled by the link's flow control
     /// (credits or PFC), whatever device owns `x`.
     fn on_ctrl_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
+        let x = self.ports[p as usize].peer_port;
+        if self.ib.as_deref().is_some_and(|ib| ib.fc_lazy(x)) {
+            return self.ib_fc_arrival(s, x);
+        }
         let now = s.now();
         let port = &mut self.ports[p as usize];
         let id = port.ctrl_pipe.pop_due(now);
@@ -801,7 +811,12 @@ impl Fabric {
     fn push_ctrl<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32, arrive: SimTime) {
         let port = &mut self.ports[p as usize];
         let arrive = port.ctrl_pipe.tail_time().map_or(arrive, |last| arrive.max(last));
-        if port.ctrl_pipe.push(arrive, id) {
+        let first = port.ctrl_pipe.push(arrive, id);
+        let x = port.peer_port;
+        if self.ib.as_deref().is_some_and(|ib| ib.fc_lazy(x)) {
+            return self.ib_fc_on_its_way(s, x, arrive, first);
+        }
+        if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::CtrlArrive(p));
         }
@@ -890,7 +905,15 @@ impl Fabric {
 
     /// [`Fabric::route`] on an InfiniBand fabric, where adaptive routing also weighs the
     /// credits outstanding on virtual lane `vl`.
-    fn route_ib(&self, node: u32, dst: u32, flow_hash: u64, vl: u8, packet_index: u32) -> u32 {
+    fn route_ib<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &Scheduler<Ev, Q>,
+        node: u32,
+        dst: u32,
+        flow_hash: u64,
+        vl: u8,
+        packet_index: u32,
+    ) -> u32 {
         if self.cfg.route_pick != RoutePick::Adaptive && !self.spray[node as usize] {
             return self.route(node, dst, flow_hash);
         }
@@ -899,7 +922,6 @@ impl Fabric {
         if hops.len() == 1 {
             return base + hops[0] as u32;
         }
-        let ib = self.ib.as_ref().expect("InfiniBand fabric");
         let start = ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]);
         if self.spray[node as usize] && self.cfg.crossbar.striping == Striping::Interleaved {
             // Next hops through different nodes (a GPU hub's links to several NVSwitch chips):
@@ -915,6 +937,13 @@ impl Fabric {
                 return base + hops[(start + packet_index as usize) % hops.len()] as u32;
             }
         }
+        // The load counts credits not yet back: those that have come back are taken in.
+        for j in 0..hops.len() {
+            let p = base + self.routes.next_hops(node, dst)[j] as u32;
+            self.ib_take_fc(s, p);
+        }
+        let hops = self.routes.next_hops(node, dst);
+        let ib = self.ib.as_ref().expect("InfiniBand fabric");
         let pick = (0..hops.len())
             .map(|k| (start + k) % hops.len())
             .min_by_key(|&j| {

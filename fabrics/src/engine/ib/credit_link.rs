@@ -153,6 +153,138 @@ impl Fabric {
         self.kick(s, x);
     }
 
+    // ---- Flow-control packets taken in when the sender looks ------------------------------
+    //
+    // On a loaded credit link nearly every data packet is answered by a flow-control packet,
+    // and its arrival was an event (a quarter of a run's events) although it only raises the
+    // sender's FCCL, which matters when the sender next looks at its credits. So where the
+    // sender is a credit device (`FcInbound::lazy`), the packets wait on the control pipe
+    // and the sender takes in those that have arrived each time it looks (`ib_take_fc`); an
+    // arrival is an event only where it would wake the sender's device to something
+    // (`ib_wait_credits`). "Arrived" is exact: a packet counts if its left-out event would
+    // have come before the event being handled (`Scheduler::precedes_current`), so runs are
+    // unchanged (checked on every credit-link scenario, session 9).
+
+    /// A flow-control packet for sender port `x` went on the control pipe, arriving at
+    /// `arrive` (`first`: nothing else is on its way to `x`).
+    pub(in crate::engine) fn ib_fc_on_its_way<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        arrive: SimTime,
+        first: bool,
+    ) {
+        let fi = &mut self.ibs().fc_in[x as usize];
+        if first {
+            fi.first_at = arrive;
+        }
+        // One arriving now (a link of no delay) is an event as before: an arrival left out
+        // must have been scheduled before its time for `Scheduler::precedes_current`.
+        if (arrive >= fi.wake_from || arrive == s.now()) && fi.event_at == SimTime::MAX {
+            self.ib_schedule_fc_arrival(s, x, arrive);
+        }
+    }
+
+    fn ib_schedule_fc_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, at: SimTime) {
+        let r = self.ports[x as usize].peer_port;
+        self.ibs().fc_in[x as usize].event_at = at;
+        let o = self.pipe_origin(r);
+        s.schedule(at, o, Ev::CtrlArrive(r));
+    }
+
+    /// Makes the first flow-control packet on its way to `x` that must wake its device (see
+    /// `FcInbound::wake_from`) an event, if none is.
+    fn ib_ensure_fc_event<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let fi = self.ibr().fc_in[x as usize];
+        if fi.event_at != SimTime::MAX || fi.wake_from == SimTime::MAX {
+            return;
+        }
+        let r = self.ports[x as usize].peer_port;
+        let at = self.ports[r as usize].ctrl_pipe.times().find(|&t| t >= fi.wake_from);
+        if let Some(at) = at {
+            self.ib_schedule_fc_arrival(s, x, at);
+        }
+    }
+
+    /// A flow-control packet for `x` arrives as an event (as `ib_on_fc`): the ones before it
+    /// are taken in with it, and `x`'s device looks.
+    pub(in crate::engine) fn ib_fc_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
+        let now = s.now();
+        self.ibs().fc_in[x as usize].event_at = SimTime::MAX;
+        while self.ibr().fc_in[x as usize].first_at < now {
+            self.ib_take_one_fc(x);
+        }
+        debug_assert_eq!(
+            self.ibr().fc_in[x as usize].first_at,
+            now,
+            "a flow-control arrival without its packet"
+        );
+        self.ib_take_one_fc(x);
+        // A second one arriving at the same time had its own event, after this one.
+        if self.ibr().fc_in[x as usize].first_at == now {
+            self.ib_schedule_fc_arrival(s, x, now);
+        }
+        self.kick(s, x);
+        self.ib_ensure_fc_event(s, x);
+    }
+
+    /// The device of sender port `x` looks at what it could send: it waits for nothing
+    /// until it says so again (`ib_wait_credits`), and takes in what has arrived.
+    #[inline]
+    pub(in crate::engine) fn ib_device_looks<Q: EventQueue<Ev>>(&mut self, s: &Scheduler<Ev, Q>, x: u32) {
+        self.ibs().fc_in[x as usize].wake_from = SimTime::MAX;
+        self.ib_take_fc(s, x);
+    }
+
+    /// Takes in the flow-control packets that have reached sender port `x` by now. Call
+    /// before any read of `x`'s FCCL.
+    #[inline]
+    pub(in crate::engine) fn ib_take_fc<Q: EventQueue<Ev>>(&mut self, s: &Scheduler<Ev, Q>, x: u32) {
+        if self.ibr().fc_in[x as usize].first_at > s.now() {
+            return;
+        }
+        let o = self.pipe_origin(self.ports[x as usize].peer_port);
+        while self.ibr().fc_in[x as usize].first_at != SimTime::MAX
+            && s.precedes_current(self.ibr().fc_in[x as usize].first_at, o)
+        {
+            self.ib_take_one_fc(x);
+        }
+    }
+
+    /// Takes the first flow-control packet on its way to `x` off the control pipe and raises
+    /// `x`'s FCCL.
+    fn ib_take_one_fc(&mut self, x: u32) {
+        let r = self.ports[x as usize].peer_port;
+        let at = self.ibr().fc_in[x as usize].first_at;
+        let pipe = &mut self.ports[r as usize].ctrl_pipe;
+        let id = pipe.pop_due(at);
+        let next = pipe.head_time().unwrap_or(SimTime::MAX);
+        let pkt = *self.packets.get(id);
+        self.packets.free(id);
+        debug_assert_eq!(pkt.kind, PacketKind::FlowControl);
+        let ib = self.ibs();
+        ib.fc_in[x as usize].first_at = next;
+        let i = ib.ix(x, pkt.vl);
+        ib.fccl[i] = ib.fccl[i].max(pkt.aux);
+    }
+
+    /// Sender port `x`'s device looked and has work that flow-control packets arriving at or
+    /// after `from` could let go (a head its credits do not cover; an HCA's flows): their
+    /// arrival must wake it.
+    pub(in crate::engine) fn ib_wait_credits<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        x: u32,
+        from: SimTime,
+    ) {
+        let fi = &mut self.ibs().fc_in[x as usize];
+        if !fi.lazy {
+            return;
+        }
+        fi.wake_from = fi.wake_from.min(from);
+        self.ib_ensure_fc_event(s, x);
+    }
+
     /// An endpoint on a credit link takes packet `id` (arrived on its port `x`) into memory at
     /// once and returns its credits.
     pub(in crate::engine) fn ib_endpoint_accept<Q: EventQueue<Ev>>(

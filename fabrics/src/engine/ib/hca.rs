@@ -94,13 +94,21 @@ impl Fabric {
     /// notifications, then data by VL arbitration and round-robin over the VL's flows.
     pub(in crate::engine) fn ib_nic_send<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32) {
         let now = s.now();
-        let Some(p) = self.nic_idle_port(s, h) else { return };
+        let Some(p) = self.nic_idle_port(s, h) else {
+            // It wakes when its port is free; a flow-control packet arriving then may come
+            // first (`ib_nic_busy_until`).
+            let p = self.nics[h as usize].port;
+            let until = self.ports[p as usize].busy_until;
+            self.ib_wait_credits(s, p, until);
+            return;
+        };
+        self.ib_device_looks(s, p);
         if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
             let done = self.ib_send_fc(s, p, vl);
             // Woken at its end only if something else waits (a later send while the port is
             // busy arms the wake itself, `nic_idle_port`).
             if self.ib_nic_has_more(h, p) {
-                self.nic_wake_at(s, h, done);
+                self.ib_nic_busy_until(s, h, p, done);
             }
             return;
         }
@@ -154,7 +162,11 @@ impl Fabric {
             if earliest != SimTime::MAX {
                 self.nic_wake_at(s, h, earliest);
             }
-            // Flows short of credits are woken by the flow-control packet that brings them.
+            // Flows short of credits are woken by the flow-control packet that brings them
+            // (any flow: the wake also rotates those not yet allowed to send).
+            if self.ib_nic_has_more(h, p) {
+                self.ib_wait_credits(s, p, now);
+            }
             return;
         }
         let ib = self.ibs();
@@ -175,8 +187,17 @@ impl Fabric {
         }
         let done = self.transmit(s, p, id, SimTime::ZERO);
         if self.ib_nic_has_more(h, p) {
-            self.nic_wake_at(s, h, done);
+            self.ib_nic_busy_until(s, h, p, done);
         }
+    }
+
+    /// HCA `h` is sending on port `p` until `done` and has more to send: it wakes then. A
+    /// flow-control packet arriving at that very time but before the wake in the order
+    /// finds the port free and lets the HCA send at once (the port has no `TxDone` that
+    /// holds it back, unlike a switch's).
+    fn ib_nic_busy_until<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, h: u32, p: u32, done: SimTime) {
+        self.nic_wake_at(s, h, done);
+        self.ib_wait_credits(s, p, done);
     }
 
     /// HCA `h` (port `p`) has flows, notifications or flow-control packets left to send.

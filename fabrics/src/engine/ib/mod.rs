@@ -122,6 +122,21 @@ pub struct IbTotals {
     pub becn_received: u64,
 }
 
+/// Flow-control packets on their way to one sender port (`credit_link.rs`). Where `lazy`,
+/// their arrival is not an event: the sender takes them in when it next looks at its
+/// credits, and an arrival is an event only while the sender waits for it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FcInbound {
+    /// Arrival of the first one not yet taken in (`SimTime::MAX`: none on the way).
+    pub(super) first_at: SimTime,
+    pub(super) lazy: bool,
+    /// A `CtrlArrive` is scheduled for the one arriving then (`SimTime::MAX`: none).
+    pub(super) event_at: SimTime,
+    /// Those arriving at or after this time must wake the sender's device (`SimTime::MAX`:
+    /// none; its last look found nothing an arrival could let go).
+    pub(super) wake_from: SimTime,
+}
+
 /// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
 pub struct IbState {
     pub cfg: IbConfig,
@@ -179,6 +194,8 @@ pub struct IbState {
     arb: Vec<VlArbiter>,
     /// VLs whose flow-control packet is queued on this port's transmitter.
     ctrl: Vec<VecDeque<u8>>,
+    /// Flow-control packets on their way to this (sender) port.
+    fc_in: Vec<FcInbound>,
     /// The input buffer (port, vl, blocks) the packet now on this output came from.
     tx_release: Vec<Option<(u32, u8, u32)>>,
     timer_at: Vec<SimTime>,
@@ -291,6 +308,15 @@ impl IbState {
             fc_last_fccl,
             arb: vec![VlArbiter::default(); n],
             ctrl: vec![VecDeque::new(); n],
+            fc_in: vec![
+                FcInbound {
+                    first_at: SimTime::MAX,
+                    lazy: false,
+                    event_at: SimTime::MAX,
+                    wake_from: SimTime::MAX,
+                };
+                n
+            ],
             tx_release: vec![None; n],
             timer_at: vec![SimTime::MAX; n],
             in_blocks: vec![0; n],
@@ -305,6 +331,17 @@ impl IbState {
             pfc_free_blocks: vec![(0, 0); n],
             cfg,
         }
+    }
+
+    /// Flow-control packets to sender port `p` are taken in when it looks (`credit_link.rs`).
+    pub(super) fn set_fc_lazy(&mut self, p: u32) {
+        self.fc_in[p as usize].lazy = true;
+    }
+
+    /// Whether flow-control packets to sender port `p` are taken in when it looks.
+    #[inline]
+    pub(super) fn fc_lazy(&self, p: u32) -> bool {
+        self.fc_in[p as usize].lazy
     }
 
     #[inline]
@@ -513,7 +550,7 @@ impl Fabric {
         let pkt = *self.packets.get(id);
         let b = self.pkt_blocks_on(x, id);
         let vl = pkt.vl;
-        let out = self.route_ib(node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
+        let out = self.route_ib(s, node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
         let fc = self.link_fc[x as usize];
         if fc == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
             // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender

@@ -135,6 +135,7 @@ impl Fabric {
             }
             debug_assert!(port.busy_until <= now, "port {p} busy without a TxDone");
         }
+        self.ib_device_looks(s, p);
         let fc = self.link_fc[p as usize];
         if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
             let done = self.ib_send_fc(s, p, vl);
@@ -143,7 +144,9 @@ impl Fabric {
             // credits, an update to send) schedules the `TxDone` (session 9: a quarter of the
             // events of an NVLink AllReduce).
             let ib = self.ibr();
-            if fc != LinkFc::Credit || !ib.ctrl[p as usize].is_empty() || ib.out_bytes_total(p) > 0 {
+            // (Not a packet of no wire time: a `TxDone` left out must have been scheduled
+            // before its time for `Scheduler::precedes_current` to place it.)
+            if fc != LinkFc::Credit || done == now || !ib.ctrl[p as usize].is_empty() || ib.out_bytes_total(p) > 0 {
                 self.ib_arm_txdone(s, p, done);
             } else {
                 self.ports[p as usize].txdone_deferred = true;
@@ -160,6 +163,7 @@ impl Fabric {
         // network side).
         let nv = self.ibr().nv as u8;
         let mut ready = 0u16;
+        let mut short_of_credits = false;
         let voq = self.ibr().voq_port[p as usize];
         for vl in 0..nv {
             let head = if voq {
@@ -188,18 +192,27 @@ impl Fabric {
             let b = self.pkt_blocks_on(p, head) as u64;
             if b <= self.ibr().avail(p, vl) {
                 ready |= 1 << vl;
-            } else if !self.ibr().stall_open(p, vl) {
-                let cause = self.downstream_cause(p, vl);
-                self.ibs().stall_begin(p, vl, now, cause);
+            } else {
+                short_of_credits = true;
+                if !self.ibr().stall_open(p, vl) {
+                    let cause = self.downstream_cause(p, vl);
+                    self.ibs().stall_begin(p, vl, now, cause);
+                }
             }
-        }
-        if ready == 0 {
-            return;
         }
         let ib = self.ibs();
         let is_ready = |vl: u8| ready & (1 << vl) != 0;
         let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
-        let Some(vl) = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready) else {
+        let picked = if ready == 0 {
+            None
+        } else {
+            ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready)
+        };
+        let Some(vl) = picked else {
+            // Idle: the next flow-control packet's arrival must wake it.
+            if short_of_credits {
+                self.ib_wait_credits(s, p, now);
+            }
             return;
         };
         let o = ib.ix(p, vl);
