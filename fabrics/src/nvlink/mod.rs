@@ -199,11 +199,13 @@ impl FlitFraming {
     };
 
     /// Payload bytes of a full packet.
+    #[inline]
     pub const fn max_payload(&self) -> u64 {
         self.flit_bytes * self.max_data_flits
     }
 
     /// Packets needed for `payload` bytes (at least 1: an empty transfer is one header flit).
+    #[inline]
     pub const fn packets(&self, payload: u64) -> u64 {
         if payload == 0 {
             1
@@ -214,11 +216,13 @@ impl FlitFraming {
 
     /// Flits on the wire for `payload` bytes: per packet its header flits plus its data rounded
     /// up to whole flits.
+    #[inline]
     pub const fn flits(&self, payload: u64) -> u64 {
         self.packets(payload) * self.header_flits + payload.div_ceil(self.flit_bytes)
     }
 
     /// Bytes on the wire for `payload` bytes.
+    #[inline]
     pub const fn wire_bytes(&self, payload: u64) -> u64 {
         self.flits(payload) * self.flit_bytes
     }
