@@ -54,7 +54,7 @@ pub use deps::FlowDeps;
 pub use device::{Device, LinkFc};
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use ideal::IdealPath;
-pub use packet::{Packet, PacketArena, PacketKind};
+pub use packet::{CtrlFrame, Packet, PacketArena, PacketKind};
 pub use port::{Framing, Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
 pub use roce::{
@@ -734,17 +734,14 @@ impl Fabric {
         }
         let now = s.now();
         let port = &mut self.ports[p as usize];
-        let id = port.ctrl_pipe.pop_due(now);
+        let frame = port.ctrl_pipe.pop_due(now);
         if let Some(next) = port.ctrl_pipe.head_time() {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::CtrlArrive(p));
         }
-        let x = self.ports[p as usize].peer_port;
-        let pkt = *self.packets.get(id);
-        self.packets.free(id);
-        match pkt.kind {
-            PacketKind::FlowControl => self.ib_on_fc(s, x, pkt.vl, pkt.aux),
-            PacketKind::Pause => self.roce_on_pause_frame(s, x, p, pkt.aux),
+        match frame.kind {
+            PacketKind::FlowControl => self.ib_on_fc(s, x, frame.vl, frame.aux),
+            PacketKind::Pause => self.roce_on_pause_frame(s, x, p, frame.aux),
             k => unreachable!("a {k:?} packet on a control pipe"),
         }
     }
@@ -758,9 +755,8 @@ impl Fabric {
     /// Puts packet `id` on port `p` now, in the link's own framing; returns when the port is
     /// free again. `upstream_tail` is when the packet's last byte reaches this node (a
     /// cut-through device cannot finish sending earlier; `SimTime::ZERO` when it is all here).
-    /// Link-level frames (flow-control packets, PFC) take the control pipe and are consumed by
-    /// the far MAC when they are in; everything else joins the far device when its head is in
-    /// (a cut-through device) or all of it (the others), plus that device's latency.
+    /// The packet joins the far device when its head is in (a cut-through device) or all of
+    /// it (the others), plus that device's latency. Link-level frames take `transmit_ctrl`.
     #[inline]
     fn transmit<Q: EventQueue<Ev>>(
         &mut self,
@@ -770,28 +766,18 @@ impl Fabric {
         upstream_tail: SimTime,
     ) -> SimTime {
         let now = s.now();
-        let (wire, kind, payload) = {
+        let (wire, payload) = {
             let pk = self.packets.get(id);
-            (pk.wire_bytes, pk.kind, pk.payload_bytes)
+            debug_assert!(!matches!(pk.kind, PacketKind::FlowControl | PacketKind::Pause));
+            (pk.wire_bytes, pk.payload_bytes)
         };
-        let port = &mut self.ports[p as usize];
-        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
-        let wire = port.framing.wire_bytes(payload, wire);
+        let wire = self.ports[p as usize].framing.wire_bytes(payload, wire);
         if let Some(c) = self.capture.as_deref_mut() {
             c.record(now, p, self.packets.get(id), wire);
         }
+        let done = self.start_on_wire(now, p, wire, upstream_tail);
         let port = &mut self.ports[p as usize];
-        let done = (now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate)).max(upstream_tail);
-        port.busy_until = done;
-        port.stats.packets_tx += 1;
-        port.stats.bytes_tx += wire as u64;
-        self.totals.link_hops += 1;
         let tail = done + port.delay;
-        if matches!(kind, PacketKind::FlowControl | PacketKind::Pause) {
-            self.push_ctrl(s, p, id, tail);
-            return done;
-        }
-        let port = &mut self.ports[p as usize];
         let head_in = if port.peer_device.cut_through() { now } else { done };
         let mut arrive = head_in + port.delay + port.peer_latency;
         // A link is FIFO: nothing overtakes what is already on the wire.
@@ -807,19 +793,41 @@ impl Fabric {
         done
     }
 
-    /// Puts link-level control frame `id` on port `p`'s control pipe, arriving at `arrive`.
-    fn push_ctrl<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32, arrive: SimTime) {
+    /// Puts link-level control frame `frame` on port `p` now; returns when the port is free
+    /// again. It takes the control pipe and is consumed by the far MAC when it is all in.
+    fn transmit_ctrl<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, frame: CtrlFrame) -> SimTime {
+        let now = s.now();
+        let wire = self.ports[p as usize].framing.wire_bytes(0, frame.wire_bytes);
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.record(now, p, &frame.as_packet(), wire);
+        }
+        let done = self.start_on_wire(now, p, wire, SimTime::ZERO);
         let port = &mut self.ports[p as usize];
+        let arrive = done + port.delay;
         let arrive = port.ctrl_pipe.tail_time().map_or(arrive, |last| arrive.max(last));
-        let first = port.ctrl_pipe.push(arrive, id);
+        let first = port.ctrl_pipe.push(arrive, frame);
         let x = port.peer_port;
         if self.ib.as_deref().is_some_and(|ib| ib.fc_lazy(x)) {
-            return self.ib_fc_on_its_way(s, x, arrive, first);
-        }
-        if first {
+            self.ib_fc_on_its_way(s, x, arrive, first);
+        } else if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::CtrlArrive(p));
         }
+        done
+    }
+
+    /// Port `p` starts `wire` bytes now, finishing no earlier than `upstream_tail`: busy until
+    /// the returned time, counted as a link-hop.
+    #[inline(always)]
+    fn start_on_wire(&mut self, now: SimTime, p: u32, wire: u32, upstream_tail: SimTime) -> SimTime {
+        let port = &mut self.ports[p as usize];
+        debug_assert!(port.busy_until <= now, "port {p} started a packet while busy");
+        let done = (now + sim_core::serialization_time(sim_core::Bytes(wire as u64), port.rate)).max(upstream_tail);
+        port.busy_until = done;
+        port.stats.packets_tx += 1;
+        port.stats.bytes_tx += wire as u64;
+        self.totals.link_hops += 1;
+        done
     }
 
     fn on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {

@@ -80,6 +80,34 @@ impl Packet {
     }
 }
 
+/// A link-level control frame (InfiniBand flow-control packet, PFC frame): consumed by the
+/// MAC at the far end of its link, never queued or forwarded, so it travels by value on the
+/// link's control pipe and takes no arena slot (reading it back from the arena a link delay
+/// later was a cache miss on nearly every credit update).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtrlFrame {
+    /// `FlowControl` or `Pause`.
+    pub kind: PacketKind,
+    /// The lane (IB VL) a flow-control packet is for.
+    pub vl: u8,
+    pub wire_bytes: u32,
+    /// The FCCL of a flow-control packet; a PFC frame's encoding (`engine/roce/`).
+    pub aux: u64,
+}
+
+impl CtrlFrame {
+    /// The frame as a [`Packet`] (for the packet capture).
+    pub fn as_packet(&self) -> Packet {
+        Packet {
+            kind: self.kind,
+            vl: self.vl,
+            wire_bytes: self.wire_bytes,
+            aux: self.aux,
+            ..Packet::control()
+        }
+    }
+}
+
 /// A slab of packets with a free list: ids are reused, nothing is allocated per packet in
 /// steady state.
 #[derive(Default)]

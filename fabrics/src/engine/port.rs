@@ -1,5 +1,6 @@
 //! Egress ports: an output queue, a serializer and the link pipe to the neighbour.
 
+use super::CtrlFrame;
 use sim_core::{BitsPerSec, Duration, Pipe, SimTime, TimeWeightedGauge};
 use std::collections::VecDeque;
 
@@ -91,7 +92,7 @@ pub struct Port {
     /// arrival time at the peer's MAC. They follow the data on the wire but are consumed on
     /// arrival, while data then still spends the peer's port-to-port latency: one FIFO for
     /// both would hold a PAUSE back by that latency.
-    pub ctrl_pipe: Pipe<u32>,
+    pub ctrl_pipe: Pipe<CtrlFrame>,
 }
 
 impl Port {

@@ -76,15 +76,13 @@ impl Fabric {
         ib.fc_last_fccl[i] = fccl;
         ib.port_stats[x as usize].fc_packets_tx += 1;
         ib.totals.fc_packets += 1;
-        let fc_bytes = ib.cfg.fc_packet_bytes;
-        let id = self.packets.alloc(Packet {
+        let frame = CtrlFrame {
             kind: PacketKind::FlowControl,
             vl,
+            wire_bytes: ib.cfg.fc_packet_bytes,
             aux: fccl,
-            wire_bytes: fc_bytes,
-            ..Packet::control()
-        });
-        self.transmit(s, x, id, SimTime::ZERO)
+        };
+        self.transmit_ctrl(s, x, frame)
     }
 
     /// Buffer space of ingress (`x`, `vl`) changed: schedule a flow-control packet under the
@@ -257,15 +255,13 @@ impl Fabric {
         let r = self.ports[x as usize].peer_port;
         let at = self.ibr().fc_in[x as usize].first_at;
         let pipe = &mut self.ports[r as usize].ctrl_pipe;
-        let id = pipe.pop_due(at);
+        let frame = pipe.pop_due(at);
         let next = pipe.head_time().unwrap_or(SimTime::MAX);
-        let pkt = *self.packets.get(id);
-        self.packets.free(id);
-        debug_assert_eq!(pkt.kind, PacketKind::FlowControl);
+        debug_assert_eq!(frame.kind, PacketKind::FlowControl);
         let ib = self.ibs();
         ib.fc_in[x as usize].first_at = next;
-        let i = ib.ix(x, pkt.vl);
-        ib.fccl[i] = ib.fccl[i].max(pkt.aux);
+        let i = ib.ix(x, frame.vl);
+        ib.fccl[i] = ib.fccl[i].max(frame.aux);
     }
 
     /// Sender port `x`'s device looked and has work that flow-control packets arriving at or

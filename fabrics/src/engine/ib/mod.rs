@@ -71,7 +71,7 @@
 //! notification packet (BECN) to the source, whose flow then slows down (`ib/cc.rs`).
 
 use super::device::DeviceModel;
-use super::{Ev, Fabric, LinkFc, Packet, PacketKind, XbarArbitration};
+use super::{CtrlFrame, Ev, Fabric, LinkFc, Packet, PacketKind, XbarArbitration};
 use crate::ib::cc::MarkCounter;
 use crate::ib::vlarb::VlArbiter;
 use crate::ib::{IbConfig, hoq_life};

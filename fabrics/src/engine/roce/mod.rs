@@ -34,7 +34,7 @@
 //! the cycle and the time it closed are recorded and the run ends ([`RoceState::deadlock`]).
 
 use super::device::DeviceModel;
-use super::{Device, Ev, Fabric, LinkFc, Packet, PacketKind};
+use super::{CtrlFrame, Device, Ev, Fabric, LinkFc, Packet, PacketKind};
 use crate::models::buffer::{Admit, DropCause, SharedBuffer, SharedBufferConfig};
 use crate::models::cc::{DcqcnParams, HpccParams, IntHop, TimelyParams};
 use crate::models::marking::{Marking, RedEcn, RedParams};

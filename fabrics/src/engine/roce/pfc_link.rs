@@ -91,14 +91,13 @@ impl Fabric {
         pending: u64,
     ) -> SimTime {
         self.rs().pfc_pending[p as usize] = 0;
-        let id = self.packets.alloc(Packet {
+        let frame = CtrlFrame {
             kind: PacketKind::Pause,
-            aux: pending,
+            vl: 0,
             wire_bytes: PAUSE_WIRE_BYTES,
-            sent_at: s.now(),
-            ..Packet::control()
-        });
-        self.transmit(s, p, id, SimTime::ZERO)
+            aux: pending,
+        };
+        self.transmit_ctrl(s, p, frame)
     }
 
     /// Port `x` (a credit device's ingress on a PFC link) asks its sender to stop or go on
