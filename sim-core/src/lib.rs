@@ -24,11 +24,13 @@
 //! - [`queue`]: the [`EventQueue`] trait, [`HeapQueue`] and [`WheelQueue`].
 //! - [`sched`]: [`Scheduler`], the queue plus `now` and per-origin sequence numbers.
 //! - [`pipe`]: [`Pipe`], a per-link FIFO whose head alone is scheduled.
+//! - [`prefetch`]: a cache hint for the model's prefetch pipeline.
 //! - [`run`]: [`Model`], [`run()`](run::run), budgets and outcomes.
 //! - [`rng`]: [`RngStreams`], one ChaCha8 stream per component.
 //! - [`stats`]: [`LatencyHistogram`], [`Counter`], [`TimeWeightedGauge`].
 
 pub mod pipe;
+pub mod prefetch;
 pub mod queue;
 pub mod rng;
 pub mod run;
@@ -37,6 +39,7 @@ pub mod stats;
 pub mod time;
 
 pub use pipe::Pipe;
+pub use prefetch::prefetch;
 pub use queue::{EventQueue, HeapQueue, WheelQueue};
 pub use rng::{RngStreams, SimRng};
 pub use run::{Model, PREFETCH_AHEAD, Progress, RunLimits, RunOutcome, RunReport, Stopwatch, run};

@@ -3,6 +3,7 @@
 //! the release of the packet from the shared-buffer MMU (which may end a PAUSE).
 
 use super::*;
+use sim_core::prefetch;
 
 /// The shared-buffer Ethernet switch (`Device::RoceSwitch`): MMU admission, 8 priorities, PFC,
 /// ECN, strict priority + DWRR.
@@ -113,15 +114,15 @@ impl Fabric {
                 return;
             };
             match stage {
-                2 => {
-                    std::hint::black_box(q.bytes);
-                }
+                2 => prefetch(q),
                 1 => {
-                    std::hint::black_box(q.ids.front().copied());
+                    if let Some(slot) = q.ids.front() {
+                        prefetch(slot);
+                    }
                 }
                 _ => {
                     if let Some(pkt) = q.ids.front().and_then(|&id| self.packets.slots_get(id)) {
-                        std::hint::black_box(pkt.wire_bytes);
+                        prefetch(pkt);
                     }
                 }
             }
