@@ -15,11 +15,18 @@ use std::collections::VecDeque;
 #[derive(Clone, Debug)]
 pub struct Pipe<T> {
     ring: VecDeque<(SimTime, T)>,
+    /// Arrival time of the newest item ever pushed (kept when the ring empties): what
+    /// [`Pipe::push_fifo`] orders against, held beside the ring's pointers so a push does not
+    /// read the ring's tail slot, a cache miss at scale (`docs/performance.md`, session 10).
+    last: SimTime,
 }
 
 impl<T> Default for Pipe<T> {
     fn default() -> Self {
-        Pipe { ring: VecDeque::new() }
+        Pipe {
+            ring: VecDeque::new(),
+            last: SimTime::ZERO,
+        }
     }
 }
 
@@ -33,14 +40,29 @@ impl<T> Pipe<T> {
     /// arrival (items cannot overtake one another on a link).
     #[inline]
     pub fn push(&mut self, arrive: SimTime, item: T) -> bool {
-        if let Some(&(last, _)) = self.ring.back() {
+        if !self.ring.is_empty() {
+            let last = self.last;
             assert!(
                 arrive >= last,
                 "pipe: item arriving at {arrive} would overtake one arriving at {last}"
             );
         }
+        self.last = arrive;
         self.ring.push_back((arrive, item));
         self.ring.len() == 1
+    }
+
+    /// Appends an item that would arrive at `arrive` but, the link being FIFO, arrives no
+    /// earlier than the items already on it. Returns its arrival time and whether the pipe
+    /// was empty (the caller must schedule the new head).
+    #[inline]
+    pub fn push_fifo(&mut self, arrive: SimTime, item: T) -> (SimTime, bool) {
+        // `last` is at most now once the ring is empty, and arrivals are never in the past,
+        // so it needs no emptiness check.
+        let arrive = arrive.max(self.last);
+        self.last = arrive;
+        self.ring.push_back((arrive, item));
+        (arrive, self.ring.len() == 1)
     }
 
     /// Removes the head, which must be due at `now` (the head event fired).
@@ -107,6 +129,21 @@ mod tests {
         assert_eq!(p.pop_due(SimTime(10)), 'b');
         assert_eq!(p.pop_due(SimTime(12)), 'c');
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn fifo_push_waits_for_the_tail() {
+        let mut p = Pipe::new();
+        assert_eq!(p.push_fifo(SimTime(10), 'a'), (SimTime(10), true));
+        // Would overtake 'a': arrives with it instead.
+        assert_eq!(p.push_fifo(SimTime(7), 'b'), (SimTime(10), false));
+        assert_eq!(p.push_fifo(SimTime(15), 'c'), (SimTime(15), false));
+        assert_eq!(p.times().collect::<Vec<_>>(), [SimTime(10), SimTime(10), SimTime(15)]);
+        for t in [10, 10, 15] {
+            p.pop_due(SimTime(t));
+        }
+        // Empty again: a later item is not held back by the old tail.
+        assert_eq!(p.push_fifo(SimTime(20), 'd'), (SimTime(20), true));
     }
 
     #[test]

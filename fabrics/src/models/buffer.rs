@@ -7,8 +7,8 @@
 //! [`SharedBuffer`] is the RoCEv2 switch MMU (models.md §2.3): one per switch, with
 //! per-(ingress port, priority) reserve, a shared pool under the Choudhury–Hahne dynamic
 //! threshold, per-port headroom for lossless priorities (its XOFF/XON edges drive
-//! [`crate::models::pfc::PfcSender`]), tail drop for lossy priorities, and egress accounting
-//! for ECN. It is pure accounting with an inherent API (`admit`/`release` take the
+//! [`crate::models::pfc::PfcSender`]), and tail drop for lossy priorities
+//! (ECN marking reads the engine's egress queue). It is pure accounting with an inherent API (`admit`/`release` take the
 //! priority, which [`QueueView`] does not carry yet). Per-VL input buffers (InfiniBand)
 //! plug in here too.
 
@@ -250,8 +250,10 @@ pub enum Admit {
 /// empty and (shared use = 0 or shared use + resume offset ≤ T). As in HPCC-sim, the pause
 /// state is evaluated for the arriving / leaving packet's own (ingress port, priority);
 /// [`SharedBuffer::recheck`] evaluates any other one.
-/// Egress accounting (bytes per egress port and priority) feeds ECN marking
-/// ([`SharedBuffer::egress_bytes`]).
+/// The egress view (bytes per egress port and priority, ECN marking's input) is the
+/// engine's own queue record (`engine/roce/switch.rs`), which a departure reads anyway: a
+/// second copy here was one more cache miss per hop (`docs/performance.md`, session 10). The
+/// MMU keeps only the total it holds, [`SharedBuffer::held_bytes`], to check conservation.
 /// The account of one (ingress port, priority) in a [`SharedBuffer`].
 #[derive(Clone, Copy, Debug, Default)]
 struct IngressAccount {
@@ -269,8 +271,8 @@ pub struct SharedBuffer {
     /// Per (ingress port, priority), one record: an admission or release reads and writes
     /// all of it, so it is one cache line, not three.
     ingress: Vec<IngressAccount>,
-    /// Bytes per (egress port, priority).
-    egress_bytes: Vec<u64>,
+    /// Bytes admitted and not yet released (= the sum of the ingress accounts).
+    held_bytes: u64,
     shared_used: u64,
     /// Size of the shared pool: total − Σreserve − Σheadroom.
     shared_pool: u64,
@@ -287,7 +289,7 @@ impl SharedBuffer {
         SharedBuffer {
             shared_pool: cfg.total_bytes - cfg.total_reserve_bytes() - cfg.total_headroom_bytes(),
             ingress: vec![IngressAccount::default(); n],
-            egress_bytes: vec![0; n],
+            held_bytes: 0,
             shared_used: 0,
             drops: [0; 3],
             cfg,
@@ -347,11 +349,10 @@ impl SharedBuffer {
         self.ingress[i].bytes.saturating_sub(self.cfg.reserve_bytes)
     }
 
-    /// A packet of `bytes` that came in on `ingress` with priority `prio` joins the queue of
-    /// `egress`.
-    pub fn admit(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> Admit {
+    /// A packet of `bytes` that came in on `ingress` with priority `prio` joins an egress
+    /// queue.
+    pub fn admit(&mut self, ingress: u32, prio: u8, bytes: u64) -> Admit {
         let i = self.checked_idx(ingress, prio);
-        let e = self.idx(egress, prio);
         let lossless = self.is_lossless(prio);
         let reserve = self.cfg.reserve_bytes;
         let new_bytes = self.ingress[i].bytes + bytes;
@@ -385,7 +386,7 @@ impl SharedBuffer {
         } else {
             self.ingress[i].bytes = new_bytes;
         }
-        self.egress_bytes[e] += bytes;
+        self.held_bytes += bytes;
         let edge = if lossless {
             self.update_pause(ingress, prio)
         } else {
@@ -394,30 +395,25 @@ impl SharedBuffer {
         Admit::Accepted { edge }
     }
 
-    /// A packet admitted with the same (ingress, egress, prio, bytes) leaves the switch.
+    /// A packet admitted with the same (ingress, prio, bytes) leaves the switch.
     /// Returns the pause edge of its (ingress port, priority), if its state changed: XON when it
     /// may resume, and XOFF too, when the dynamic threshold shrank under it since its last
     /// admission (the pool filled from other ports). Every edge must reach the upstream sender,
     /// or the MMU and the PAUSE on the wire disagree (a lost XOFF let an ingress run into its
     /// headroom with no PAUSE sent, issue 14's "losslessness broken").
-    pub fn release(&mut self, ingress: u32, egress: u32, prio: u8, bytes: u64) -> Option<crate::models::pfc::PfcEdge> {
+    pub fn release(&mut self, ingress: u32, prio: u8, bytes: u64) -> Option<crate::models::pfc::PfcEdge> {
         let i = self.checked_idx(ingress, prio);
-        let e = self.idx(egress, prio);
         let from_headroom = self.ingress[i].headroom_bytes.min(bytes);
         let from_ingress = bytes - from_headroom;
         assert!(
             from_ingress <= self.ingress[i].bytes,
             "MMU release of {bytes} B exceeds what (port {ingress}, prio {prio}) holds"
         );
-        assert!(
-            bytes <= self.egress_bytes[e],
-            "MMU release of {bytes} B exceeds egress (port {egress}, prio {prio})"
-        );
         let from_shared = from_ingress.min(self.shared_of(i));
         self.ingress[i].headroom_bytes -= from_headroom;
         self.ingress[i].bytes -= from_ingress;
         self.shared_used -= from_shared;
-        self.egress_bytes[e] -= bytes;
+        self.held_bytes -= bytes;
         if self.is_lossless(prio) {
             self.update_pause(ingress, prio)
         } else {
@@ -455,9 +451,9 @@ impl SharedBuffer {
     pub fn is_paused(&self, port: u32, prio: u8) -> bool {
         self.ingress[self.checked_idx(port, prio)].paused
     }
-    /// Bytes queued for (egress port, priority): the ECN marking input.
-    pub fn egress_bytes(&self, port: u32, prio: u8) -> u64 {
-        self.egress_bytes[self.checked_idx(port, prio)]
+    /// Bytes held: admitted and not yet released.
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
     }
     /// Bytes (reserve + shared, headroom) held for (ingress port, priority).
     pub fn ingress_bytes(&self, port: u32, prio: u8) -> (u64, u64) {
@@ -473,13 +469,16 @@ impl SharedBuffer {
         self.drops[cause as usize]
     }
 
-    /// Checks the accounting invariants (bytes conserved between ingress and egress views,
+    /// Checks the accounting invariants (bytes conserved between the ingress accounts and the total held,
     /// shared use equals the sum of per-(port, priority) excess over reserve, headroom within
     /// its limit). For tests and debug builds.
     pub fn check_invariants(&self) {
         let ing: u64 = self.ingress.iter().map(|a| a.bytes + a.headroom_bytes).sum();
-        let egr: u64 = self.egress_bytes.iter().sum();
-        assert_eq!(ing, egr, "MMU: ingress bytes {ing} != egress bytes {egr}");
+        assert_eq!(
+            ing, self.held_bytes,
+            "MMU: ingress bytes {ing} != bytes held {}",
+            self.held_bytes
+        );
         let shared: u64 = (0..self.ingress.len()).map(|i| self.shared_of(i)).sum();
         assert_eq!(shared, self.shared_used, "MMU: shared-pool use out of sync");
         assert!(self.shared_used <= self.shared_pool, "MMU: shared pool overrun");
@@ -511,12 +510,12 @@ mod shared_tests {
         let mut m = SharedBuffer::new(SharedBufferConfig::hpcc_sim(1_000_000, 24, 5_000));
         // Port 0: 40 kB of lossless traffic, under the threshold (pool/8 = 73 kB).
         for _ in 0..40 {
-            assert_eq!(m.admit(0, 1, 3, 1000), Admit::Accepted { edge: None });
+            assert_eq!(m.admit(0, 3, 1000), Admit::Accepted { edge: None });
         }
         // Ports 2..24 fill the pool on a lossy priority, each to its own threshold: the
         // threshold falls to about 18 kB.
         for p in 2..24 {
-            while let Admit::Accepted { .. } = m.admit(p, 1, 0, 1000) {}
+            while let Admit::Accepted { .. } = m.admit(p, 0, 1000) {}
         }
         assert!(
             m.threshold_bytes(0) < 40_000 - 4096,
@@ -525,7 +524,7 @@ mod shared_tests {
         );
         assert!(!m.is_paused(0, 3));
         // A packet of port 0 leaves: its ingress is over the threshold now: XOFF.
-        assert_eq!(m.release(0, 1, 3, 1000), Some(PfcEdge::Xoff));
+        assert_eq!(m.release(0, 3, 1000), Some(PfcEdge::Xoff));
         assert!(m.is_paused(0, 3));
         m.check_invariants();
     }
@@ -541,13 +540,13 @@ mod shared_tests {
         assert_eq!(m.shared_used(), (0, pool));
         assert_eq!(m.threshold_bytes(0), pool >> 3);
         // 4096 B fit in the reserve: no shared use.
-        assert_eq!(m.admit(0, 1, 3, 4096), Admit::Accepted { edge: None });
+        assert_eq!(m.admit(0, 3, 4096), Admit::Accepted { edge: None });
         assert_eq!(m.shared_used().0, 0);
         // Fill shared in 1000-B packets until XOFF: shared use s ≥ (pool − s)/8 ⇔ s ≥ pool/9.
         let mut n = 0;
         loop {
             n += 1;
-            match m.admit(0, 1, 3, 1000) {
+            match m.admit(0, 3, 1000) {
                 Admit::Accepted {
                     edge: Some(PfcEdge::Xoff),
                 } => break,
@@ -561,7 +560,7 @@ mod shared_tests {
         // Beyond the threshold, bytes go to headroom (20 000 B = 20 packets), then drop.
         let mut to_headroom = 0;
         loop {
-            match m.admit(0, 1, 3, 1000) {
+            match m.admit(0, 3, 1000) {
                 Admit::Accepted { edge } => {
                     assert_ne!(edge, Some(PfcEdge::Xoff), "XOFF is reported once");
                     to_headroom += 1;
@@ -583,7 +582,7 @@ mod shared_tests {
     fn xon_after_headroom_drains_and_offset() {
         let mut m = mmu();
         let mut admitted = 0u64;
-        while let Admit::Accepted { .. } = m.admit(0, 1, 3, 1000) {
+        while let Admit::Accepted { .. } = m.admit(0, 3, 1000) {
             admitted += 1;
         }
         assert!(m.is_paused(0, 3));
@@ -591,7 +590,7 @@ mod shared_tests {
         // shared + 3 KiB ≤ T (or shared = 0).
         let mut xon_at = None;
         for k in 0..admitted {
-            let xon = m.release(0, 1, 3, 1000) == Some(PfcEdge::Xon);
+            let xon = m.release(0, 3, 1000) == Some(PfcEdge::Xon);
             let (ing, hdrm) = m.ingress_bytes(0, 3);
             let shared = ing.saturating_sub(HPCC_SIM_RESERVE_BYTES);
             let resume_ok = hdrm == 0 && (shared == 0 || shared + HPCC_SIM_RESUME_OFFSET_BYTES <= m.threshold_bytes(0));
@@ -611,7 +610,7 @@ mod shared_tests {
         assert!(xon_at.is_some());
         assert!(!m.is_paused(0, 3));
         assert_eq!(m.shared_used().0, 0);
-        assert_eq!(m.egress_bytes(1, 3), 0);
+        assert_eq!(m.held_bytes(), 0);
     }
 
     #[test]
@@ -619,7 +618,7 @@ mod shared_tests {
         let mut m = mmu();
         let mut n = 0;
         let cause = loop {
-            match m.admit(1, 0, 0, 1500) {
+            match m.admit(1, 0, 1500) {
                 Admit::Accepted { edge } => {
                     assert_eq!(edge, None, "lossy priorities never pause");
                     n += 1;
@@ -631,7 +630,7 @@ mod shared_tests {
         assert!(n > 0);
         assert!(!m.is_paused(1, 0));
         assert_eq!(m.ingress_bytes(1, 0).1, 0, "no headroom for lossy");
-        assert_eq!(m.egress_bytes(0, 0), n * 1500);
+        assert_eq!(m.held_bytes(), n * 1500);
         assert_eq!(m.recheck(1, 0), None);
         m.check_invariants();
     }
@@ -641,12 +640,12 @@ mod shared_tests {
         let mut m = mmu();
         // Port 1 holds some shared bytes below its threshold.
         for _ in 0..30 {
-            assert!(matches!(m.admit(1, 0, 3, 1000), Admit::Accepted { edge: None }));
+            assert!(matches!(m.admit(1, 3, 1000), Admit::Accepted { edge: None }));
         }
         assert!(!m.is_paused(1, 3));
         // Port 0 fills the pool (lossless, it pauses and uses headroom).
         let t_before = m.threshold_bytes(1);
-        while let Admit::Accepted { .. } = m.admit(0, 1, 3, 1000) {}
+        while let Admit::Accepted { .. } = m.admit(0, 3, 1000) {}
         assert!(m.threshold_bytes(1) < t_before);
         // Port 1's share may now be over the smaller threshold: recheck says so.
         let shared1 = m.ingress_bytes(1, 3).0 - HPCC_SIM_RESERVE_BYTES;
@@ -665,29 +664,29 @@ mod shared_tests {
         assert_eq!(m.limit_bytes(0, true), 10_000);
         assert_eq!(m.limit_bytes(0, false), m.threshold_bytes(0));
         // Reserve (4096 B) then shared: XOFF on the packet that brings shared use to 10 000 B.
-        assert_eq!(m.admit(0, 1, 3, 4096), Admit::Accepted { edge: None });
+        assert_eq!(m.admit(0, 3, 4096), Admit::Accepted { edge: None });
         for k in 1..10 {
-            assert_eq!(m.admit(0, 1, 3, 1000), Admit::Accepted { edge: None }, "packet {k}");
+            assert_eq!(m.admit(0, 3, 1000), Admit::Accepted { edge: None }, "packet {k}");
         }
         assert_eq!(
-            m.admit(0, 1, 3, 1000),
+            m.admit(0, 3, 1000),
             Admit::Accepted {
                 edge: Some(PfcEdge::Xoff)
             }
         );
         // Beyond it: headroom.
-        assert_eq!(m.admit(0, 1, 3, 1000), Admit::Accepted { edge: None });
+        assert_eq!(m.admit(0, 3, 1000), Admit::Accepted { edge: None });
         assert_eq!(m.ingress_bytes(0, 3).1, 1000);
         // Drain: XON once headroom is empty and shared + 3 KiB <= 10 000 B, i.e. shared <= 6928 B.
-        assert_eq!(m.release(0, 1, 3, 1000), None, "headroom drains first");
-        assert_eq!(m.release(0, 1, 3, 1000), None, "shared 9000");
-        assert_eq!(m.release(0, 1, 3, 1000), None, "shared 8000");
-        assert_eq!(m.release(0, 1, 3, 1000), None, "shared 7000");
-        assert_eq!(m.release(0, 1, 3, 1000), Some(PfcEdge::Xon), "shared 6000");
+        assert_eq!(m.release(0, 3, 1000), None, "headroom drains first");
+        assert_eq!(m.release(0, 3, 1000), None, "shared 9000");
+        assert_eq!(m.release(0, 3, 1000), None, "shared 8000");
+        assert_eq!(m.release(0, 3, 1000), None, "shared 7000");
+        assert_eq!(m.release(0, 3, 1000), Some(PfcEdge::Xon), "shared 6000");
         m.check_invariants();
         // Lossy: not limited by the static threshold.
         for _ in 0..20 {
-            assert!(matches!(m.admit(1, 0, 0, 1000), Admit::Accepted { .. }));
+            assert!(matches!(m.admit(1, 0, 1000), Admit::Accepted { .. }));
         }
         c.xoff_threshold_bytes = Some(0);
         assert!(c.check().is_err());
@@ -711,10 +710,10 @@ mod shared_tests {
         let (_, pool) = m.shared_used();
         assert_eq!(m.threshold_bytes(0), pool * 16);
         // A packet larger than the free pool but under 16× free: the pool bounds it.
-        assert_eq!(m.admit(0, 0, 0, pool + 4096 + 1), Admit::Dropped(DropCause::BufferFull));
-        assert_eq!(m.admit(0, 0, 0, pool + 4096), Admit::Accepted { edge: None });
+        assert_eq!(m.admit(0, 0, pool + 4096 + 1), Admit::Dropped(DropCause::BufferFull));
+        assert_eq!(m.admit(0, 0, pool + 4096), Admit::Accepted { edge: None });
         assert_eq!(m.shared_used(), (pool, pool));
-        assert_eq!(m.admit(0, 0, 0, 1), Admit::Dropped(DropCause::LossyThreshold));
+        assert_eq!(m.admit(0, 0, 1), Admit::Dropped(DropCause::LossyThreshold));
         assert_eq!(m.drops(DropCause::BufferFull), 1);
         m.check_invariants();
     }

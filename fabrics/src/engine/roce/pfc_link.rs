@@ -295,7 +295,7 @@ impl Fabric {
                 let r = self.roce.as_deref_mut().expect("RoCE fabric");
                 r.q[i].bytes -= wire;
                 let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
-                if let Some(edge) = mmu.release(pkt.ingress_port - base, x - base, prio, wire) {
+                if let Some(edge) = mmu.release(pkt.ingress_port - base, prio, wire) {
                     r.pending_edges.push((pkt.ingress_port, prio, edge));
                 }
                 self.roce_count_watchdog_drop(x, id);

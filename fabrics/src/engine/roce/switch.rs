@@ -210,7 +210,7 @@ impl Fabric {
             int.push(id, hop);
         }
         let mmu = r.mmu[node].as_mut().expect("a switch has an MMU");
-        if let Some(edge) = mmu.release(x - base, p - base, prio, wire) {
+        if let Some(edge) = mmu.release(x - base, prio, wire) {
             r.pending_edges.push((x, prio, edge));
         }
         Some(id)
