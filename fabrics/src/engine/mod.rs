@@ -47,6 +47,7 @@ mod packet;
 mod port;
 mod results;
 mod roce;
+mod route_memo;
 
 pub use capture::{Capture, CapturedPacket, MAX_CAPTURED_PACKETS};
 pub use config::*;
@@ -54,7 +55,7 @@ pub use deps::FlowDeps;
 pub use device::{Device, LinkFc};
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use ideal::IdealPath;
-pub use packet::{CtrlFrame, Packet, PacketArena, PacketKind};
+pub use packet::{CtrlFrame, NO_EGRESS, OnWire, Packet, PacketArena, PacketKind};
 pub use port::{Framing, Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
 pub use roce::{
@@ -161,6 +162,8 @@ pub struct Fabric {
     host_of_node: Vec<u32>,
     ports: Vec<Port>,
     routes: Routes,
+    /// Egress ports of static routes already walked (`route_memo.rs`).
+    route_memo: route_memo::RouteMemo,
     /// Per-node ECMP hash seed.
     ecmp_seed: Vec<u64>,
     nics: Vec<Nic>,
@@ -460,6 +463,12 @@ impl Fabric {
             }
         }
         let dmodk_div = dmodk_divisors(topo);
+        for port in &mut ports {
+            let node = port.peer_node as usize;
+            port.routed_ahead = matches!(device[node], Device::RoceSwitch | Device::OqSwitch)
+                && !spray[node]
+                && cfg.route_pick != RoutePick::Adaptive;
+        }
 
         let mut fabric = Fabric {
             ib,
@@ -476,6 +485,7 @@ impl Fabric {
             link_fc,
             host_of_node,
             ports,
+            route_memo: route_memo::RouteMemo::new(flows.len()),
             routes,
             ecmp_seed,
             nics,
@@ -627,7 +637,8 @@ impl Fabric {
             .ports
             .iter()
             .map(|p| {
-                (p.queue.iter().filter(|id| data(id)).count() + p.pipe.iter().filter(|(_, id)| data(id)).count()) as u64
+                (p.queue.iter().filter(|id| data(id)).count() + p.pipe.iter().filter(|(_, w)| data(&w.id)).count())
+                    as u64
             })
             .sum();
         wires
@@ -697,7 +708,17 @@ impl Fabric {
         port.stats.packets_tx += 1;
         port.stats.bytes_tx += wire as u64;
         let arrive = done + port.delay + port.peer_latency;
-        if port.pipe.push(arrive, id) {
+        let egress = if port.routed_ahead {
+            let (node, pk) = (port.peer_node, self.packets.get(id));
+            let (dst, hash) = (pk.dst_host, pk.flow_hash);
+            let egress = self.egress_ahead(node, dst, hash);
+            self.packets.get_mut(id).next_port = egress;
+            egress
+        } else {
+            NO_EGRESS
+        };
+        let port = &mut self.ports[p as usize];
+        if port.pipe.push(arrive, OnWire::new(id, egress, 0)) {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
         }
@@ -766,22 +787,32 @@ impl Fabric {
         upstream_tail: SimTime,
     ) -> SimTime {
         let now = s.now();
-        let (wire, payload) = {
-            let pk = self.packets.get(id);
-            debug_assert!(!matches!(pk.kind, PacketKind::FlowControl | PacketKind::Pause));
-            (pk.wire_bytes, pk.payload_bytes)
-        };
+        let pk = self.packets.get(id);
+        debug_assert!(!matches!(pk.kind, PacketKind::FlowControl | PacketKind::Pause));
+        let (wire, payload, dst, hash, vl) = (pk.wire_bytes, pk.payload_bytes, pk.dst_host, pk.flow_hash, pk.vl);
         let wire = self.ports[p as usize].framing.wire_bytes(payload, wire);
         if let Some(c) = self.capture.as_deref_mut() {
             c.record(now, p, self.packets.get(id), wire);
         }
         let done = self.start_on_wire(now, p, wire, upstream_tail);
+        let port = &self.ports[p as usize];
+        let egress = if port.routed_ahead {
+            self.egress_ahead(port.peer_node, dst, hash)
+        } else {
+            NO_EGRESS
+        };
         let port = &mut self.ports[p as usize];
         let tail = done + port.delay;
         let head_in = if port.peer_device.cut_through() { now } else { done };
         // A link is FIFO: nothing overtakes what is already on the wire.
-        let (arrive, first) = port.pipe.push_fifo(head_in + port.delay + port.peer_latency, id);
-        self.packets.get_mut(id).tail_at = tail;
+        let (arrive, first) = port
+            .pipe
+            .push_fifo(head_in + port.delay + port.peer_latency, OnWire::new(id, egress, vl));
+        let pk = self.packets.get_mut(id);
+        pk.tail_at = tail;
+        if egress != NO_EGRESS {
+            pk.next_port = egress;
+        }
         if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
@@ -827,7 +858,7 @@ impl Fabric {
     fn on_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         let now = s.now();
         let port = &mut self.ports[p as usize];
-        let id = port.pipe.pop_due(now);
+        let id = port.pipe.pop_due(now).id;
         if let Some(next) = port.pipe.head_time() {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::Arrive(p));
@@ -863,8 +894,11 @@ impl Fabric {
                 }
             }
             (0, Some(Ev::Arrive(_))) => {
-                if let Some(pkt) = self.pipe_head_packet(p) {
-                    prefetch(pkt);
+                if let Some(w) = port.pipe.head() {
+                    if let Some(pkt) = self.packets.slots_get(w.id) {
+                        prefetch(pkt);
+                    }
+                    self.prefetch_lane(*w);
                 }
             }
             _ => {}
@@ -874,12 +908,39 @@ impl Fabric {
         }
     }
 
-    /// The packet at the head of port `p`'s pipe (for prefetching: a stale hint may name
-    /// another port's or a freed slot, never out of bounds).
-    #[inline]
-    fn pipe_head_packet(&self, p: u32) -> Option<&Packet> {
-        let id = *self.ports.get(p as usize)?.pipe.head()?;
-        self.packets.slots_get(id)
+    /// Prefetch hint for the egress lane an arriving packet joins ([`OnWire`]): the egress
+    /// port's hot lines and, at a RoCEv2 switch, the lane's queue record.
+    #[inline(always)]
+    fn prefetch_lane(&self, w: OnWire) {
+        if w.egress == NO_EGRESS {
+            return;
+        }
+        let out = w.egress;
+        if let Some(port) = self.ports.get(out as usize) {
+            prefetch(&port.busy_until);
+            prefetch(&port.queued_bytes);
+            prefetch(&port.stats.queue_bytes);
+        }
+        if let Some(r) = self.roce.as_deref() {
+            r.prefetch_lane(out, w.vl);
+        }
+    }
+
+    /// The egress port of packets to `dst` with flow hash `hash` at switch `node`, for a
+    /// packet about to go on a link towards it ([`Port::routed_ahead`]: the switch routes by a
+    /// function of the packet alone, ECMP or D-mod-k, not by load). The same egress as
+    /// routing on arrival, since the tables do not change during a run; from the memo of
+    /// routes walked (`route_memo.rs`) when it has it.
+    #[inline(always)]
+    fn egress_ahead(&mut self, node: u32, dst: u32, hash: u64) -> u32 {
+        match self.route_memo.get(node, dst, hash) {
+            Some(out) => out,
+            None => {
+                let out = self.route(node, dst, hash);
+                self.route_memo.remember(node, dst, hash, out);
+                out
+            }
+        }
     }
 
     /// The egress port switch `node` sends a packet to `dst` on: one of the next hops, chosen

@@ -19,11 +19,12 @@ impl DeviceModel for OqSwitch {
     #[inline]
     fn arrive<Q: EventQueue<Ev>>(f: &mut Fabric, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let port = &f.ports[p as usize];
-        let (node, in_port) = (port.peer_node, port.peer_port);
+        let (node, in_port, routed_ahead) = (port.peer_node, port.peer_port, port.routed_ahead);
         let pkt = f.packets.get_mut(id);
         pkt.ingress_port = in_port;
-        let (dst, hash) = (pkt.dst_host, pkt.flow_hash);
-        let out = f.route(node, dst, hash);
+        let (dst, hash, ahead) = (pkt.dst_host, pkt.flow_hash, pkt.next_port);
+        // Routed when it was put on the link (`Fabric::route_ahead`), unless by load.
+        let out = if routed_ahead { ahead } else { f.route(node, dst, hash) };
         f.enqueue(s, out, id);
     }
 

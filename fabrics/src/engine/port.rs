@@ -1,6 +1,6 @@
 //! Egress ports: an output queue, a serializer and the link pipe to the neighbour.
 
-use super::CtrlFrame;
+use super::{CtrlFrame, OnWire};
 use sim_core::{BitsPerSec, Duration, Pipe, SimTime, TimeWeightedGauge};
 use std::collections::VecDeque;
 
@@ -66,7 +66,7 @@ pub struct Port {
     /// output queue there (the peer switch's port-to-port latency; zero at hosts).
     pub peer_latency: Duration,
     /// Packets on the wire towards the peer, by arrival time at the peer's output queue.
-    pub pipe: Pipe<u32>,
+    pub pipe: Pipe<OnWire>,
     /// Node that owns this port.
     pub node: u32,
     /// Node at the far end and the id of the port there that sends back to us.
@@ -84,6 +84,9 @@ pub struct Port {
     /// scheduled (a credit device's flow-control packet, `ib/switch.rs`): a kick before its
     /// end schedules it then.
     pub txdone_deferred: bool,
+    /// Packets put on this link are routed at the far end then: it is a switch that routes by
+    /// a function of the packet alone (`OnWire`, `Fabric::route_ahead`).
+    pub routed_ahead: bool,
     pub queued_bytes: u64,
     pub stats: PortStats,
     /// Packet ids waiting to be sent, FIFO.
@@ -114,6 +117,7 @@ impl Port {
             busy_until: SimTime::ZERO,
             txdone_pending: false,
             txdone_deferred: false,
+            routed_ahead: false,
             queue: VecDeque::new(),
             queued_bytes: 0,
             pipe: Pipe::new(),

@@ -189,6 +189,18 @@ impl RoceState {
         port as usize * NP + prio as usize
     }
 
+    /// Prefetch hint for the egress lane (`port`, `prio`) an arriving packet will join: its
+    /// queue record and the port's mask of non-empty queues.
+    #[inline(always)]
+    pub(super) fn prefetch_lane(&self, port: u32, prio: u8) {
+        if let Some(q) = self.q.get(Self::ix(port, prio)) {
+            sim_core::prefetch(q);
+        }
+        if let Some(m) = self.nonempty.get(port as usize) {
+            sim_core::prefetch(m);
+        }
+    }
+
     /// Port `p`'s timer is armed for `now`.
     pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
         self.timer_at[p as usize] == now
@@ -604,7 +616,12 @@ impl Fabric {
         };
         let pkt = *self.packets.get(id);
         self.packets.get_mut(id).ingress_port = x;
-        let out = self.route(node, pkt.dst_host, pkt.flow_hash);
+        // Routed when it was put on the link (`Fabric::route_ahead`), unless by load.
+        let out = if self.ports[p as usize].routed_ahead {
+            pkt.next_port
+        } else {
+            self.route(node, pkt.dst_host, pkt.flow_hash)
+        };
         let prio = pkt.vl;
         if self.rr().storm.get(RoceState::ix(out, prio)).is_some_and(|&b| b) {
             self.roce_count_watchdog_drop(out, id);
