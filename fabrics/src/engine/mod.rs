@@ -899,6 +899,13 @@ impl Fabric {
                         prefetch(pkt);
                     }
                     self.prefetch_lane(*w);
+                    if w.egress != NO_EGRESS
+                        && port.peer_device == Device::RoceSwitch
+                        && let (Some(r), Some(&base)) =
+                            (self.roce.as_deref(), self.port_base.get(port.peer_node as usize))
+                    {
+                        r.prefetch_admission(port.peer_node, port.peer_port.wrapping_sub(base), w.vl);
+                    }
                 }
             }
             _ => {}

@@ -321,6 +321,15 @@ impl SharedBuffer {
         port as usize * N_PRIORITIES + prio as usize
     }
 
+    /// Cache hint (no effect on results) for the record an admission or release of
+    /// (`port`, `prio`) reads: the engine asks for it an event ahead of the arrival.
+    #[inline(always)]
+    pub fn prefetch_ingress(&self, port: u32, prio: u8) {
+        if let Some(a) = self.ingress.get(port as usize * N_PRIORITIES + prio as usize) {
+            sim_core::prefetch(a);
+        }
+    }
+
     fn is_lossless(&self, prio: u8) -> bool {
         self.cfg.lossless_mask & (1 << prio) != 0
     }

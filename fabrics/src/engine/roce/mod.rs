@@ -189,6 +189,15 @@ impl RoceState {
         port as usize * NP + prio as usize
     }
 
+    /// Prefetch hint for the MMU record an arrival at switch `node` over its port `local`
+    /// (node-local index) with priority `prio` is admitted to.
+    #[inline(always)]
+    pub(super) fn prefetch_admission(&self, node: u32, local: u32, prio: u8) {
+        if let Some(Some(mmu)) = self.mmu.get(node as usize) {
+            mmu.prefetch_ingress(local, prio);
+        }
+    }
+
     /// Prefetch hint for the egress lane (`port`, `prio`) an arriving packet will join: its
     /// queue record and the port's mask of non-empty queues.
     #[inline(always)]
