@@ -62,12 +62,7 @@ impl Fabric {
             }
             let ingress = peer.peer_port;
             out.extend((self.port_base[node]..self.port_base[node + 1]).filter(|&f| {
-                held(f, prio)
-                    && (!exact
-                        || r.q[RoceState::ix(f, prio)]
-                            .ids
-                            .iter()
-                            .any(|&id| self.packets.get(id).ingress_port == ingress))
+                held(f, prio) && (!exact || r.q[RoceState::ix(f, prio)].ids.iter().any(|e| e.ingress == ingress))
             }));
             out
         };

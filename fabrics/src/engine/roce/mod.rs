@@ -57,8 +57,8 @@ mod switch;
 pub use config::*;
 pub use deadlock::Deadlock;
 pub(in crate::engine) use host::RoceHost;
-use switch::PrioQueue;
 pub(in crate::engine) use switch::RoceSwitch;
+use switch::{PrioQueue, QueuedPacket};
 
 const NP: usize = N_PRIORITIES;
 
@@ -276,7 +276,7 @@ impl RoceState {
         self.q
             .iter()
             .flat_map(|q| q.ids.iter())
-            .filter(|&&id| packets.get(id).kind == PacketKind::Data)
+            .filter(|e| packets.get(e.id).kind == PacketKind::Data)
             .count() as u64
     }
 }
@@ -709,7 +709,7 @@ impl Fabric {
             r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
             r.totals.ecn_marked += 1;
         }
-        r.q[i].ids.push_back(id);
+        r.q[i].ids.push_back(QueuedPacket { id, ingress: x });
         r.nonempty[out as usize] |= 1 << prio;
         r.q[i].bytes += wire;
         let qb = r.q[i].bytes;

@@ -289,7 +289,7 @@ impl Fabric {
             r.storm[i] = true;
             r.port_stats[x as usize].watchdog_storms += 1;
             r.totals.watchdog_storms += 1;
-            while let Some(id) = self.rs().q[i].ids.pop_front() {
+            while let Some(QueuedPacket { id, .. }) = self.rs().q[i].ids.pop_front() {
                 let pkt = *self.packets.get(id);
                 let wire = pkt.wire_bytes as u64;
                 let r = self.roce.as_deref_mut().expect("RoCE fabric");

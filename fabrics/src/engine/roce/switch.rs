@@ -25,12 +25,21 @@ impl DeviceModel for RoceSwitch {
     }
 }
 
+/// A packet waiting in an egress queue and the port it came in on: the MMU record its
+/// departure releases, which the departure prefetch can then ask for without reading the
+/// packet first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct QueuedPacket {
+    pub(super) id: u32,
+    pub(super) ingress: u32,
+}
+
 /// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
 /// are read together on every enqueue and departure, so they share a cache line.
 #[derive(Clone, Debug, Default)]
 #[repr(align(64))]
 pub(super) struct PrioQueue {
-    pub(super) ids: VecDeque<u32>,
+    pub(super) ids: VecDeque<QueuedPacket>,
     pub(super) bytes: u64,
     /// Largest `bytes` so far (`RocePortStats::queue_max_bytes` holds the same).
     pub(super) max_bytes: u64,
@@ -121,8 +130,15 @@ impl Fabric {
                     }
                 }
                 _ => {
-                    if let Some(pkt) = q.ids.front().and_then(|&id| self.packets.slots_get(id)) {
-                        prefetch(pkt);
+                    if let Some(head) = q.ids.front() {
+                        if let Some(pkt) = self.packets.slots_get(head.id) {
+                            prefetch(pkt);
+                        }
+                        // The MMU record its release reads.
+                        let node = self.ports.get(p as usize).map_or(0, |port| port.node);
+                        if let Some(&base) = self.port_base.get(node as usize) {
+                            r.prefetch_admission(node, head.ingress.wrapping_sub(base), prio);
+                        }
                     }
                 }
             }
@@ -161,12 +177,12 @@ impl Fabric {
                 &mut r.rr[p as usize],
                 &mut r.q[p as usize * NP..(p as usize + 1) * NP],
                 &r.cfg.dwrr_quantum_bytes,
-                |_, q: &PrioQueue| self.packets.get(*q.ids.front().expect("non-empty")).wire_bytes,
+                |_, q: &PrioQueue| self.packets.get(q.ids.front().expect("non-empty").id).wire_bytes,
             )?
         };
         let r = self.rs();
         let i = RoceState::ix(p, prio);
-        let id = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        let QueuedPacket { id, ingress: x } = r.q[i].ids.pop_front().expect("picked queue has a packet");
         if r.q[i].ids.is_empty() {
             r.q[i].deficit = 0;
             r.nonempty[p as usize] &= !(1 << prio);
@@ -193,7 +209,7 @@ impl Fabric {
         port.stats.queue_bytes.set(now, queued);
         let node = self.ports[p as usize].node as usize;
         let base = self.port_base[node];
-        let x = pkt.ingress_port;
+        debug_assert_eq!(x, pkt.ingress_port);
         let r = self.roce.as_deref_mut().expect("RoCE fabric");
         if pkt.kind == PacketKind::Data
             && let Some(int) = r.int.as_mut()
