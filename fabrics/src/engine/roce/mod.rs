@@ -154,6 +154,11 @@ pub struct RoceState {
     /// Who paused (port, prio) now (the pausing port), `u32::MAX` when not paused.
     paused_by: Vec<u32>,
     pub deadlock: Option<Deadlock>,
+    /// Per port: bit `prio` set while `paused_by` names a pausing port (the deadlock search
+    /// tests a node's ports in one cache line, not a line each).
+    paused_mask: Vec<u8>,
+    /// The deadlock search's set of explored ports, kept between searches (`deadlock.rs`).
+    search_done: deadlock::Visited,
     /// Wire bytes of a CNP and of an ACK/NACK.
     ctrl_wire: (u32, u32),
     /// Highest byte offset each flow has sent (below it, a send is a retransmission).
@@ -264,6 +269,7 @@ impl RoceState {
         let d = end.ps().saturating_sub(self.paused_since[i].ps());
         *self.pause_edges.entry((port, self.paused_by[i], prio)).or_insert(0) += d;
         self.paused_by[i] = u32::MAX;
+        self.paused_mask[port as usize] &= !(1 << prio);
         self.paused_since[i] = SimTime::MAX;
         if let Some(wd) = self.watchdog.get_mut(port as usize) {
             wd.on_pause_state(end, prio, false);
@@ -483,6 +489,8 @@ impl Fabric {
             totals: RoceTotals::default(),
             pause_edges: BTreeMap::new(),
             deadlock: None,
+            paused_mask: vec![0; n_ports],
+            search_done: deadlock::Visited::new(n_ports),
             ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
             sent_high: vec![0; n_flows],
             rewound_to: vec![u64::MAX; n_flows],
