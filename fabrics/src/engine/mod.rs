@@ -55,7 +55,7 @@ pub use deps::FlowDeps;
 pub use device::{Device, LinkFc};
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use ideal::IdealPath;
-pub use packet::{CtrlFrame, NO_EGRESS, OnWire, Packet, PacketArena, PacketKind};
+pub use packet::{CtrlFrame, NO_LANE, OnWire, Packet, PacketArena, PacketKind};
 pub use port::{Framing, Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
 pub use roce::{
@@ -715,7 +715,7 @@ impl Fabric {
             self.packets.get_mut(id).next_port = egress;
             egress
         } else {
-            NO_EGRESS
+            NO_LANE
         };
         let port = &mut self.ports[p as usize];
         if port.pipe.push(arrive, OnWire::new(id, egress, 0)) {
@@ -799,7 +799,7 @@ impl Fabric {
         let egress = if port.routed_ahead {
             self.egress_ahead(port.peer_node, dst, hash)
         } else {
-            NO_EGRESS
+            NO_LANE
         };
         let port = &mut self.ports[p as usize];
         let tail = done + port.delay;
@@ -810,7 +810,7 @@ impl Fabric {
             .push_fifo(head_in + port.delay + port.peer_latency, OnWire::new(id, egress, vl));
         let pk = self.packets.get_mut(id);
         pk.tail_at = tail;
-        if egress != NO_EGRESS {
+        if egress != NO_LANE {
             pk.next_port = egress;
         }
         if first {
@@ -899,12 +899,12 @@ impl Fabric {
                         prefetch(pkt);
                     }
                     self.prefetch_lane(*w);
-                    if w.egress != NO_EGRESS
+                    if let Some((_, prio)) = w.lane()
                         && port.peer_device == Device::RoceSwitch
                         && let (Some(r), Some(&base)) =
                             (self.roce.as_deref(), self.port_base.get(port.peer_node as usize))
                     {
-                        r.prefetch_admission(port.peer_node, port.peer_port.wrapping_sub(base), w.vl);
+                        r.prefetch_admission(port.peer_node, port.peer_port.wrapping_sub(base), prio);
                     }
                 }
             }
@@ -919,17 +919,16 @@ impl Fabric {
     /// port's hot lines and, at a RoCEv2 switch, the lane's queue record.
     #[inline(always)]
     fn prefetch_lane(&self, w: OnWire) {
-        if w.egress == NO_EGRESS {
+        let Some((out, prio)) = w.lane() else {
             return;
-        }
-        let out = w.egress;
+        };
         if let Some(port) = self.ports.get(out as usize) {
             prefetch(&port.busy_until);
             prefetch(&port.queued_bytes);
             prefetch(&port.stats.queue_bytes);
         }
         if let Some(r) = self.roce.as_deref() {
-            r.prefetch_lane(out, w.vl);
+            r.prefetch_lane(out, prio);
         }
     }
 

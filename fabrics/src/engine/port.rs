@@ -140,6 +140,14 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Port, pipe), 32);
         assert!(std::mem::offset_of!(Port, queued_bytes) < 128);
         assert_eq!(std::mem::align_of::<Port>(), 64);
+        // A pipe slot (arrival time, packet on the wire) stays 16 bytes (`OnWire`).
+        assert_eq!(std::mem::size_of::<(SimTime, OnWire)>(), 16);
+    }
+
+    #[test]
+    fn a_lane_on_the_wire_gives_back_its_egress_and_priority() {
+        assert_eq!(OnWire::new(7, 1234, 3).lane(), Some((1234, 3)));
+        assert_eq!(OnWire::new(7, super::super::NO_LANE, 3).lane(), None);
     }
 
     #[test]
