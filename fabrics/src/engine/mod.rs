@@ -463,9 +463,13 @@ impl Fabric {
             }
         }
         let dmodk_div = dmodk_divisors(topo);
+        // Routing ahead serves the prefetch pipeline: below its size the caches hold the
+        // route tables, and the memo's lines cost more than walking them (k=8 mirror +6 %).
+        let ahead = ports.len() >= PREFETCH_MIN_PORTS;
         for port in &mut ports {
             let node = port.peer_node as usize;
-            port.routed_ahead = matches!(device[node], Device::RoceSwitch | Device::OqSwitch)
+            port.routed_ahead = ahead
+                && matches!(device[node], Device::RoceSwitch | Device::OqSwitch)
                 && !spray[node]
                 && cfg.route_pick != RoutePick::Adaptive;
         }
@@ -485,7 +489,7 @@ impl Fabric {
             link_fc,
             host_of_node,
             ports,
-            route_memo: route_memo::RouteMemo::new(flows.len()),
+            route_memo: route_memo::RouteMemo::new(if ahead { flows.len() } else { 0 }),
             routes,
             ecmp_seed,
             nics,

@@ -85,7 +85,8 @@ pub struct Port {
     /// end schedules it then.
     pub txdone_deferred: bool,
     /// Packets put on this link are routed at the far end then: it is a switch that routes by
-    /// a function of the packet alone (`OnWire`, `Fabric::route_ahead`).
+    /// a function of the packet alone (`OnWire`, `Fabric::egress_ahead`), on a fabric large
+    /// enough for the prefetch pipeline (`PREFETCH_MIN_PORTS`).
     pub routed_ahead: bool,
     pub queued_bytes: u64,
     pub stats: PortStats,
