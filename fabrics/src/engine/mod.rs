@@ -164,6 +164,9 @@ pub struct Fabric {
     routes: Routes,
     /// Egress ports of static routes already walked (`route_memo.rs`).
     route_memo: route_memo::RouteMemo,
+    /// Fewest ports for which the speed paths run: the prefetch pipeline and routing ahead
+    /// ([`PREFETCH_MIN_PORTS`]; [`Fabric::set_prefetch_min_ports`]).
+    prefetch_min_ports: usize,
     /// Per-node ECMP hash seed.
     ecmp_seed: Vec<u64>,
     nics: Vec<Nic>,
@@ -463,16 +466,6 @@ impl Fabric {
             }
         }
         let dmodk_div = dmodk_divisors(topo);
-        // Routing ahead serves the prefetch pipeline: below its size the caches hold the
-        // route tables, and the memo's lines cost more than walking them (k=8 mirror +6 %).
-        let ahead = ports.len() >= PREFETCH_MIN_PORTS;
-        for port in &mut ports {
-            let node = port.peer_node as usize;
-            port.routed_ahead = ahead
-                && matches!(device[node], Device::RoceSwitch | Device::OqSwitch)
-                && !spray[node]
-                && cfg.route_pick != RoutePick::Adaptive;
-        }
 
         let mut fabric = Fabric {
             ib,
@@ -489,7 +482,8 @@ impl Fabric {
             link_fc,
             host_of_node,
             ports,
-            route_memo: route_memo::RouteMemo::new(if ahead { flows.len() } else { 0 }),
+            route_memo: route_memo::RouteMemo::new(0),
+            prefetch_min_ports: PREFETCH_MIN_PORTS,
             routes,
             ecmp_seed,
             nics,
@@ -522,7 +516,34 @@ impl Fabric {
             fabric.roce_init()?;
         }
         fabric.init_pfc_receivers();
+        fabric.set_routing_ahead();
         Ok(fabric)
+    }
+
+    /// Runs the speed paths (the prefetch pipeline and routing ahead, `docs/ARCHITECTURE.md`
+    /// "The hot path") on fabrics of at least `min_ports` ports instead of
+    /// [`PREFETCH_MIN_PORTS`]. They never change a result: this is for the tests that check
+    /// so on small fabrics, and for measuring them. Call it before the run.
+    pub fn set_prefetch_min_ports(&mut self, min_ports: usize) {
+        self.prefetch_min_ports = min_ports;
+        self.set_routing_ahead();
+    }
+
+    /// Marks the ports whose packets are routed as they are put on the link
+    /// ([`Port::routed_ahead`]) and sizes the route memo. Routing ahead serves the prefetch
+    /// pipeline: below its size the caches hold the route tables, and the memo's lines cost
+    /// more than walking them (k=8 mirror +6 %).
+    fn set_routing_ahead(&mut self) {
+        let ahead = self.ports.len() >= self.prefetch_min_ports;
+        let adaptive = self.cfg.route_pick == RoutePick::Adaptive;
+        for port in &mut self.ports {
+            let node = port.peer_node as usize;
+            port.routed_ahead = ahead
+                && matches!(self.device[node], Device::RoceSwitch | Device::OqSwitch)
+                && !self.spray[node]
+                && !adaptive;
+        }
+        self.route_memo = route_memo::RouteMemo::new(if ahead { self.flows.len() } else { 0 });
     }
 
     /// Credit devices' ingress ports on PFC links (a NIC's network side in a RoCEv2 cluster):
@@ -1268,7 +1289,7 @@ impl Model for Fabric {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
         // link-hop more).
         // Only on fabrics whose per-port state outgrows the caches.
-        if self.ports.len() < PREFETCH_MIN_PORTS {
+        if self.ports.len() < self.prefetch_min_ports {
             return;
         }
         self.prefetch_stage(upcoming[2], 2);
