@@ -62,7 +62,8 @@ impl Fabric {
                 return out;
             }
             let ingress = peer.peer_port;
-            out.extend((self.port_base[node]..self.port_base[node + 1]).filter(|&f| {
+            let (base, end) = (self.port_base[node], self.port_base[node + 1]);
+            out.extend(r.paused_ports(node as u32, base, end - base, prio).filter(|&f| {
                 held(f, prio) && (!exact || r.q[RoceState::ix(f, prio)].ids.iter().any(|e| e.ingress == ingress))
             }));
             out

@@ -157,6 +157,12 @@ pub struct RoceState {
     /// Per port: bit `prio` set while `paused_by` names a pausing port (the deadlock search
     /// tests a node's ports in one cache line, not a line each).
     paused_mask: Vec<u8>,
+    /// Per (node, priority), `node * 8 + prio`: bit `i` set while the node's port `i` (local
+    /// index, below 64) is paused on `prio`, so the deadlock search visits only paused ports
+    /// of a node of up to 64 ports (it tested all of a node's ports at every step).
+    node_paused: Vec<u64>,
+    /// Per port: its node and local index (for `node_paused`).
+    port_node_local: Vec<(u32, u32)>,
     /// The deadlock search's set of explored ports, kept between searches (`deadlock.rs`).
     search_done: deadlock::Visited,
     /// Wire bytes of a CNP and of an ACK/NACK.
@@ -260,6 +266,27 @@ impl RoceState {
         v
     }
 
+    /// Records that (port, prio) is paused or no longer (the masks of `paused_by`).
+    pub(super) fn set_paused(&mut self, port: u32, prio: u8, paused: bool) {
+        let (node, local) = self.port_node_local[port as usize];
+        let node_bit = if local < 64 { 1u64 << local } else { 0 };
+        let m = &mut self.node_paused[node as usize * NP + prio as usize];
+        if paused {
+            self.paused_mask[port as usize] |= 1 << prio;
+            *m |= node_bit;
+        } else {
+            self.paused_mask[port as usize] &= !(1 << prio);
+            *m &= !node_bit;
+        }
+    }
+
+    /// The ports of `node` (first port `base`, `n` ports) paused on `prio`, ascending; from
+    /// the node's mask where it has at most 64 ports.
+    fn paused_ports(&self, node: u32, base: u32, n: u32, prio: u8) -> impl Iterator<Item = u32> + '_ {
+        let node_mask = (n <= 64).then(|| self.node_paused[node as usize * NP + prio as usize]);
+        paused_in(node_mask, &self.paused_mask, base, n, prio)
+    }
+
     /// Closes the pause interval of (port, prio) at `end`.
     fn close_pause(&mut self, port: u32, prio: u8, end: SimTime) {
         let i = Self::ix(port, prio);
@@ -269,7 +296,7 @@ impl RoceState {
         let d = end.ps().saturating_sub(self.paused_since[i].ps());
         *self.pause_edges.entry((port, self.paused_by[i], prio)).or_insert(0) += d;
         self.paused_by[i] = u32::MAX;
-        self.paused_mask[port as usize] &= !(1 << prio);
+        self.set_paused(port, prio, false);
         self.paused_since[i] = SimTime::MAX;
         if let Some(wd) = self.watchdog.get_mut(port as usize) {
             wd.on_pause_state(end, prio, false);
@@ -285,6 +312,31 @@ impl RoceState {
             .filter(|e| packets.get(e.id).kind == PacketKind::Data)
             .count() as u64
     }
+}
+
+/// Ports `base..base + n` paused on `prio`, ascending: the bits of `node_mask` (bit `i`: port
+/// `base + i`) when given, else those whose `per_port` mask has bit `prio`.
+fn paused_in(node_mask: Option<u64>, per_port: &[u8], base: u32, n: u32, prio: u8) -> impl Iterator<Item = u32> + '_ {
+    let mut mask = node_mask.unwrap_or(0);
+    let mut next = base;
+    std::iter::from_fn(move || {
+        if node_mask.is_some() {
+            if mask == 0 {
+                return None;
+            }
+            let i = mask.trailing_zeros();
+            mask &= mask - 1;
+            return Some(base + i);
+        }
+        while next < base + n {
+            let p = next;
+            next += 1;
+            if per_port[p as usize] & (1 << prio) != 0 {
+                return Some(p);
+            }
+        }
+        None
+    })
 }
 
 #[cold]
@@ -490,6 +542,13 @@ impl Fabric {
             pause_edges: BTreeMap::new(),
             deadlock: None,
             paused_mask: vec![0; n_ports],
+            node_paused: vec![0; n_nodes * NP],
+            port_node_local: self
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(p, port)| (port.node, p as u32 - self.port_base[port.node as usize]))
+                .collect(),
             search_done: deadlock::Visited::new(n_ports),
             ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
             sent_high: vec![0; n_flows],
@@ -735,5 +794,32 @@ impl Fabric {
         port.stats.queue_bytes.set(now, queued);
         self.roce_flush_edges(s);
         self.roce_kick(s, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paused_in;
+
+    #[test]
+    fn paused_ports_by_node_mask_equal_those_by_port_mask() {
+        let mut rng = sim_core::RngStreams::new(5).stream(0);
+        for case in 0..200u32 {
+            let n = 1 + case % 100;
+            let base = 7;
+            let per_port: Vec<u8> = (0..base + n)
+                .map(|_| (rand::Rng::next_u64(&mut rng) & 0xff) as u8)
+                .collect();
+            for prio in 0..8u8 {
+                let want: Vec<u32> = (base..base + n)
+                    .filter(|&p| per_port[p as usize] & (1 << prio) != 0)
+                    .collect();
+                assert_eq!(paused_in(None, &per_port, base, n, prio).collect::<Vec<_>>(), want);
+                if n <= 64 {
+                    let m = want.iter().fold(0u64, |m, &p| m | 1 << (p - base));
+                    assert_eq!(paused_in(Some(m), &per_port, base, n, prio).collect::<Vec<_>>(), want);
+                }
+            }
+        }
     }
 }

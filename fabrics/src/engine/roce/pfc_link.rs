@@ -187,7 +187,7 @@ impl Fabric {
             if q > 0 {
                 if r.paused_by[i] == u32::MAX {
                     r.paused_by[i] = from;
-                    r.paused_mask[x as usize] |= 1 << prio;
+                    r.set_paused(x, prio, true);
                     r.paused_since[i] = now;
                     if let Some(wd) = r.watchdog.get_mut(x as usize)
                         && switch_port
