@@ -733,17 +733,9 @@ impl Fabric {
         port.stats.packets_tx += 1;
         port.stats.bytes_tx += wire as u64;
         let arrive = done + port.delay + port.peer_latency;
-        let egress = if port.routed_ahead {
-            let (node, pk) = (port.peer_node, self.packets.get(id));
-            let (dst, hash) = (pk.dst_host, pk.flow_hash);
-            let egress = self.egress_ahead(node, dst, hash);
-            self.packets.get_mut(id).next_port = egress;
-            egress
-        } else {
-            NO_LANE
-        };
+        let on_wire = self.route_ahead(p, id);
         let port = &mut self.ports[p as usize];
-        if port.pipe.push(arrive, OnWire::new(id, egress, 0)) {
+        if port.pipe.push(arrive, on_wire) {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
         }
@@ -812,32 +804,23 @@ impl Fabric {
         upstream_tail: SimTime,
     ) -> SimTime {
         let now = s.now();
-        let pk = self.packets.get(id);
-        debug_assert!(!matches!(pk.kind, PacketKind::FlowControl | PacketKind::Pause));
-        let (wire, payload, dst, hash, vl) = (pk.wire_bytes, pk.payload_bytes, pk.dst_host, pk.flow_hash, pk.vl);
+        let (wire, payload) = {
+            let pk = self.packets.get(id);
+            debug_assert!(!matches!(pk.kind, PacketKind::FlowControl | PacketKind::Pause));
+            (pk.wire_bytes, pk.payload_bytes)
+        };
         let wire = self.ports[p as usize].framing.wire_bytes(payload, wire);
         if let Some(c) = self.capture.as_deref_mut() {
             c.record(now, p, self.packets.get(id), wire);
         }
         let done = self.start_on_wire(now, p, wire, upstream_tail);
-        let port = &self.ports[p as usize];
-        let egress = if port.routed_ahead {
-            self.egress_ahead(port.peer_node, dst, hash)
-        } else {
-            NO_LANE
-        };
+        let on_wire = self.route_ahead(p, id);
         let port = &mut self.ports[p as usize];
         let tail = done + port.delay;
         let head_in = if port.peer_device.cut_through() { now } else { done };
         // A link is FIFO: nothing overtakes what is already on the wire.
-        let (arrive, first) = port
-            .pipe
-            .push_fifo(head_in + port.delay + port.peer_latency, OnWire::new(id, egress, vl));
-        let pk = self.packets.get_mut(id);
-        pk.tail_at = tail;
-        if egress != NO_LANE {
-            pk.next_port = egress;
-        }
+        let (arrive, first) = port.pipe.push_fifo(head_in + port.delay + port.peer_latency, on_wire);
+        self.packets.get_mut(id).tail_at = tail;
         if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
@@ -955,6 +938,22 @@ impl Fabric {
         if let Some(r) = self.roce.as_deref() {
             r.prefetch_lane(out, prio);
         }
+    }
+
+    /// Packet `id`, about to go on port `p`, as its pipe slot: routed at the far end now
+    /// where the link allows ([`Port::routed_ahead`]; its `next_port` set), else as it is.
+    #[inline(always)]
+    fn route_ahead(&mut self, p: u32, id: u32) -> OnWire {
+        let port = &self.ports[p as usize];
+        if !port.routed_ahead {
+            return OnWire::new(id, NO_LANE, 0);
+        }
+        let node = port.peer_node;
+        let pk = self.packets.get(id);
+        let (dst, hash, vl) = (pk.dst_host, pk.flow_hash, pk.vl);
+        let egress = self.egress_ahead(node, dst, hash);
+        self.packets.get_mut(id).next_port = egress;
+        OnWire::new(id, egress, vl)
     }
 
     /// The egress port of packets to `dst` with flow hash `hash` at switch `node`, for a

@@ -23,7 +23,7 @@ impl DeviceModel for OqSwitch {
         let pkt = f.packets.get_mut(id);
         pkt.ingress_port = in_port;
         let (dst, hash, ahead) = (pkt.dst_host, pkt.flow_hash, pkt.next_port);
-        // Routed when it was put on the link (`Fabric::egress_ahead`), unless by load or on a small fabric.
+        // Routed when it was put on the link (`Fabric::route_ahead`), unless by load or on a small fabric.
         let out = if routed_ahead { ahead } else { f.route(node, dst, hash) };
         f.enqueue(s, out, id);
     }

@@ -692,7 +692,7 @@ impl Fabric {
         };
         let pkt = *self.packets.get(id);
         self.packets.get_mut(id).ingress_port = x;
-        // Routed when it was put on the link (`Fabric::egress_ahead`), unless by load or on a small fabric.
+        // Routed when it was put on the link (`Fabric::route_ahead`), unless by load or on a small fabric.
         let out = if self.ports[p as usize].routed_ahead {
             pkt.next_port
         } else {
