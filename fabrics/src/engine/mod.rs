@@ -906,14 +906,7 @@ impl Fabric {
                     if let Some(pkt) = self.packets.slots_get(w.id) {
                         prefetch(pkt);
                     }
-                    self.prefetch_lane(*w);
-                    if let Some((_, prio)) = w.lane()
-                        && port.peer_device == Device::RoceSwitch
-                        && let (Some(r), Some(&base)) =
-                            (self.roce.as_deref(), self.port_base.get(port.peer_node as usize))
-                    {
-                        r.prefetch_admission(port.peer_node, port.peer_port.wrapping_sub(base), prio);
-                    }
+                    self.prefetch_lane(port, *w);
                 }
             }
             _ => {}
@@ -923,10 +916,11 @@ impl Fabric {
         }
     }
 
-    /// Prefetch hint for the egress lane an arriving packet joins ([`OnWire`]): the egress
-    /// port's hot lines and, at a RoCEv2 switch, the lane's queue record.
+    /// Prefetch hint for what the arrival of `w` over `link` touches at the far end, where
+    /// it was routed ahead ([`OnWire`]): the egress port's hot lines and, at a RoCEv2 switch,
+    /// the lane's queue record and the MMU ingress record it is admitted to.
     #[inline(always)]
-    fn prefetch_lane(&self, w: OnWire) {
+    fn prefetch_lane(&self, link: &Port, w: OnWire) {
         let Some((out, prio)) = w.lane() else {
             return;
         };
@@ -935,8 +929,10 @@ impl Fabric {
             prefetch(&port.queued_bytes);
             prefetch(&port.stats.queue_bytes);
         }
-        if let Some(r) = self.roce.as_deref() {
+        if let (Some(r), Some(&base)) = (self.roce.as_deref(), self.port_base.get(link.peer_node as usize)) {
             r.prefetch_lane(out, prio);
+            // No MMU at an output-queued switch: nothing asked for there.
+            r.prefetch_admission(link.peer_node, link.peer_port.wrapping_sub(base), prio);
         }
     }
 

@@ -686,14 +686,14 @@ impl Fabric {
     #[inline]
     pub(super) fn roce_switch_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let now = s.now();
-        let (node, x) = {
+        let (node, x, routed_ahead) = {
             let port = &self.ports[p as usize];
-            (port.peer_node, port.peer_port)
+            (port.peer_node, port.peer_port, port.routed_ahead)
         };
         let pkt = *self.packets.get(id);
         self.packets.get_mut(id).ingress_port = x;
         // Routed when it was put on the link (`Fabric::route_ahead`), unless by load or on a small fabric.
-        let out = if self.ports[p as usize].routed_ahead {
+        let out = if routed_ahead {
             pkt.next_port
         } else {
             self.route(node, pkt.dst_host, pkt.flow_hash)
