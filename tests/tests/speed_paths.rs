@@ -1,5 +1,6 @@
 //! The speed paths (the prefetch pipeline, routing ahead with its route memo, the egress
-//! and MMU prefetches) never change a result. They run only on fabrics of at least
+//! and MMU prefetches, the credit path's departure and input-lane prefetches) never change a
+//! result. They run only on fabrics of at least
 //! `PREFETCH_MIN_PORTS` ports, larger than any test fabric, so each case here runs one small
 //! fabric twice, with them forced on (`Fabric::set_prefetch_min_ports(0)`) and off, and
 //! compares everything the engine reports: every flow record, the totals, the RoCEv2 totals
@@ -50,8 +51,17 @@ fn run(topo: &Topology, cfg: EngineConfig, flows: &[FlowSpec], fast: bool) -> St
     let roce = fabric
         .roce()
         .map(|r| format!("{:?} {:?} {:?}", r.totals, r.pause_edges(end), r.deadlock));
+    let ib = fabric.ib().map(|ib| {
+        let ports: Vec<String> = (0..fabric.ports().len() as u32)
+            .map(|p| format!("{:?} {:?}", ib.port_stats[p as usize], ib.credit_stall(p, 0, end)))
+            .collect();
+        let stall_ps: u64 = (0..fabric.ports().len() as u32)
+            .map(|p| ib.credit_stall(p, 0, end).0)
+            .sum();
+        format!("credit_stall_ps {stall_ps} {:?} {ports:?}", ib.totals)
+    });
     format!(
-        "{:?} events {} end {end}\n{:?}\n{:?}\n{roce:?}\n{ports:?}",
+        "{:?} events {} end {end}\n{:?}\n{:?}\n{roce:?}\n{ib:?}\n{ports:?}",
         report.outcome,
         report.events,
         fabric.flow_records(),
@@ -79,9 +89,12 @@ fn flows() -> Vec<FlowSpec> {
 
 fn assert_same_either_way(cfg: EngineConfig) {
     let topo = fat_tree::build(4, link(), link()).expect("a k=4 fat-tree");
-    let flows = flows();
-    let off = run(&topo, cfg.clone(), &flows, false);
-    let on = run(&topo, cfg, &flows, true);
+    assert_same_on(&topo, cfg, &flows());
+}
+
+fn assert_same_on(topo: &Topology, cfg: EngineConfig, flows: &[FlowSpec]) {
+    let off = run(topo, cfg.clone(), flows, false);
+    let on = run(topo, cfg, flows, true);
     assert!(off.contains("packets_delivered"), "{off}");
     assert_eq!(off, on);
 }
@@ -133,4 +146,45 @@ fn the_base_ethernet_fabric_is_the_same_with_the_speed_paths_on() {
         buffer: fabrics::models::AnyBuffer::PerPortTailDrop(fabrics::models::PerPortTailDrop { buffer_bytes: 200_000 }),
         ..Default::default()
     });
+}
+
+#[test]
+fn infiniband_switches_are_the_same_with_the_speed_paths_on() {
+    // Input FIFOs with per-output requests; the incast half stalls on credits.
+    let cfg = EngineConfig {
+        mtu_bytes: 4096,
+        header_bytes: fabrics::ib::link::BASE_HEADER_BYTES,
+        ib: Some(fabrics::ib::IbConfig::default()),
+        ..Default::default()
+    };
+    let topo = fat_tree::build(4, link(), link()).expect("a k=4 fat-tree");
+    assert!(stalls_on_credits(&run(&topo, cfg.clone(), &flows(), true)));
+    assert_same_on(&topo, cfg, &flows());
+}
+
+#[test]
+fn nvswitch_crossbars_are_the_same_with_the_speed_paths_on() {
+    // Virtual output queues (GPU hubs, NVSwitch chips): every GPU of an HGX H100 sends to
+    // two others, one of them shared, so outputs queue and credits run short.
+    let topo = fabrics::topology::hgx::hgx(&fabrics::topology::hgx::HgxSpec::h100()).expect("an HGX H100");
+    let flows: Vec<FlowSpec> = (0..8u32)
+        .flat_map(|g| {
+            [(g + 1) % 8, 0]
+                .into_iter()
+                .filter(move |&d| d != g)
+                .map(move |d| fabricsim_tests::flow(g, d, 1 << 20))
+        })
+        .collect();
+    assert!(stalls_on_credits(&run(&topo, EngineConfig::nvlink(), &flows, true)));
+    assert_same_on(&topo, EngineConfig::nvlink(), &flows);
+}
+
+/// The run's text (`run`) reports credit-stall time: the credit prefetches had work to do.
+fn stalls_on_credits(text: &str) -> bool {
+    let ps = text
+        .split("credit_stall_ps ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    ps.is_some_and(|ps| ps > 0)
 }

@@ -914,6 +914,9 @@ impl Fabric {
         if departure {
             self.roce_prefetch_departure(p, stage);
         }
+        if let Some(ev) = ev {
+            self.ib_prefetch(ev, p, stage);
+        }
     }
 
     /// Prefetch hint for what the arrival of `w` over `link` touches at the far end, where
