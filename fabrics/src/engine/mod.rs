@@ -187,6 +187,10 @@ pub struct Fabric {
     spray: Vec<bool>,
     /// Per port: its link is an `Internal` attachment (never a bottleneck).
     internal_port: Vec<bool>,
+    /// Per port: the node at its far end (`Port::peer_node`, kept dense because interleaved
+    /// spraying compares the far ends of up to 18 next hops per packet: from the ports
+    /// themselves, a cache line each).
+    peer_node_of: Vec<u32>,
     /// Per host: its own send and receive processing (zero for GPUs; `EngineConfig::host_latency`).
     host_latency: Vec<HostLatency>,
     buffer: AnyBuffer,
@@ -467,6 +471,7 @@ impl Fabric {
         }
         let dmodk_div = dmodk_divisors(topo);
 
+        let peer_node_of = ports.iter().map(|p| p.peer_node).collect();
         let mut fabric = Fabric {
             ib,
             roce: None,
@@ -496,6 +501,7 @@ impl Fabric {
             deps: dep_state,
             input_to_flow,
             spray,
+            peer_node_of,
             internal_port,
             host_latency,
             pkt_latency: LatencyHistogram::new(),
@@ -1029,7 +1035,7 @@ impl Fabric {
             // exact).
             // Internal attachments (the NVLS endpoint's links to the chips) are no bottleneck:
             // their far ends differ in capacity, so they keep least-loaded spraying.
-            let peer = |j: usize| self.ports[(base + hops[j] as u32) as usize].peer_node;
+            let peer = |j: usize| self.peer_node_of[(base + hops[j] as u32) as usize];
             let first = peer(0);
             if !self.internal_port[(base + hops[0] as u32) as usize] && (1..hops.len()).any(|j| peer(j) != first) {
                 return base + hops[(start + packet_index as usize) % hops.len()] as u32;

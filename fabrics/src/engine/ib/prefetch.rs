@@ -7,6 +7,7 @@
 //! stage before brought in (stage 2, the port's own lines, is the engine's).
 
 use super::*;
+use crate::engine::Port;
 use sim_core::prefetch;
 
 impl Fabric {
@@ -17,7 +18,11 @@ impl Fabric {
             return;
         };
         match ev {
-            Ev::TxDone(_) if port.device == Device::CreditSwitch => ib.prefetch_departure(self, p, stage),
+            // Stage 2 reads nothing of the port, whose line it only asks for: a departure
+            // elsewhere (a RoCEv2 device's, in a mixed run) just wastes a few prefetches.
+            Ev::TxDone(_) if stage == 2 || port.device == Device::CreditSwitch => {
+                ib.prefetch_departure(self, port, p, stage)
+            }
             Ev::Arrive(_) if port.peer_device == Device::CreditSwitch && stage == 1 => {
                 // The first lane of the input (the only one on a one-VL fabric, and on the
                 // same line as the others).
@@ -30,10 +35,11 @@ impl Fabric {
 
 impl IbState {
     /// What a departure from switch port `p` (`ib_on_txdone`, `ib_switch_try_start`) reads:
-    /// the port's records (stage 2), the head's slot in its virtual output queue and the input
-    /// lane the packet on the wire came from (stage 1), the head packet (stage 0).
+    /// the port's records (stage 2); the head's slot in its virtual output queue, the input
+    /// lane the packet on the wire came from and the pipe of flow-control packets coming
+    /// back (stage 1); the head packet and the first of those flow-control packets (stage 0).
     #[inline]
-    fn prefetch_departure(&self, f: &Fabric, p: u32, stage: u8) {
+    fn prefetch_departure(&self, f: &Fabric, port: &Port, p: u32, stage: u8) {
         let pu = p as usize;
         let o = self.ix(p, 0);
         let voq = self.voq_port.get(pu).copied().unwrap_or(false);
@@ -49,6 +55,10 @@ impl IbState {
                 prefetch_at(&self.out_bytes, o);
             }
             1 => {
+                // The flow-control packets on their way to `p` (taken in when it looks).
+                if let Some(back) = f.ports.get(port.peer_port as usize) {
+                    prefetch(&back.ctrl_pipe);
+                }
                 if let Some(&Some((x, vl, _))) = self.tx_release.get(pu) {
                     self.prefetch_input_lane(x, vl);
                     if let Some(port) = f.ports.get(x as usize) {
@@ -62,6 +72,9 @@ impl IbState {
                 }
             }
             _ => {
+                if let Some(slot) = f.ports.get(port.peer_port as usize).and_then(|b| b.ctrl_pipe.head()) {
+                    prefetch(slot);
+                }
                 if voq
                     && let Some(&id) = self.voq.get(o).and_then(|q| q.front())
                     && let Some(pkt) = f.packets.slots_get(id)
