@@ -164,6 +164,9 @@ pub struct Fabric {
     routes: Routes,
     /// Egress ports of static routes already walked (`route_memo.rs`).
     route_memo: route_memo::RouteMemo,
+    /// Scratch: the candidate egress ports of an adaptive choice (`route_ib`), kept so the
+    /// choice allocates nothing.
+    candidates: Vec<u32>,
     /// Fewest ports for which the speed paths run: the prefetch pipeline and routing ahead
     /// ([`PREFETCH_MIN_PORTS`]; [`Fabric::set_prefetch_min_ports`]).
     prefetch_min_ports: usize,
@@ -488,6 +491,7 @@ impl Fabric {
             host_of_node,
             ports,
             route_memo: route_memo::RouteMemo::new(0),
+            candidates: Vec::new(),
             prefetch_min_ports: PREFETCH_MIN_PORTS,
             routes,
             ecmp_seed,
@@ -1042,20 +1046,21 @@ impl Fabric {
             }
         }
         // The load counts credits not yet back: those that have come back are taken in.
-        for j in 0..hops.len() {
-            let p = base + self.routes.next_hops(node, dst)[j] as u32;
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        candidates.extend(hops.iter().map(|&h| base + h as u32));
+        for &p in &candidates {
             self.ib_take_fc(s, p);
         }
-        let hops = self.routes.next_hops(node, dst);
         let ib = self.ib.as_ref().expect("InfiniBand fabric");
-        let pick = (0..hops.len())
-            .map(|k| (start + k) % hops.len())
-            .min_by_key(|&j| {
-                let p = base + hops[j] as u32;
-                ib.adaptive_load(p, vl)
-            })
+        let n = candidates.len();
+        let pick = (0..n)
+            .map(|k| (start + k) % n)
+            .min_by_key(|&j| ib.adaptive_load(candidates[j], vl))
             .unwrap_or(start);
-        base + hops[pick] as u32
+        let out = candidates[pick];
+        self.candidates = candidates;
+        out
     }
 
     /// A packet reaches its destination host: it is in memory after the host's receive
