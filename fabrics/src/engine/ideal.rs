@@ -295,13 +295,7 @@ impl Fabric {
         let base = self.port_base[node as usize];
         let port_of = |j: usize| base + next[j] as u32;
         let start = crate::routing::ecmp_pick(next.len(), hash, self.ecmp_seed[node as usize]);
-        let interleaved = self.ib.is_some()
-            && self.spray[node as usize]
-            && self.cfg.crossbar.striping == super::Striping::Interleaved
-            && !self.internal_port[port_of(0) as usize]
-            && (1..next.len())
-                .any(|j| self.ports[port_of(j) as usize].peer_node != self.ports[port_of(0) as usize].peer_node);
-        if interleaved {
+        if self.ib.is_some() && self.interleaves(node, next) {
             return Some(port_of((start + index as usize) % next.len()));
         }
         let free_at = |j: usize| hops.get(&port_of(j)).map_or(SimTime::ZERO, |h| h.busy_until);

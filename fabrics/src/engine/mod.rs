@@ -1031,19 +1031,8 @@ impl Fabric {
             return base + hops[0] as u32;
         }
         let start = ecmp_pick(hops.len(), flow_hash, self.ecmp_seed[node as usize]);
-        if self.spray[node as usize] && self.cfg.crossbar.striping == Striping::Interleaved {
-            // Next hops through different nodes (a GPU hub's links to several NVSwitch chips):
-            // oblivious per-flow round-robin, so every path carries its share of links of every
-            // flow, whatever the local queues say (NVLink's address interleaving over links).
-            // Parallel links to one node keep least-loaded spraying (balancing them locally is
-            // exact).
-            // Internal attachments (the NVLS endpoint's links to the chips) are no bottleneck:
-            // their far ends differ in capacity, so they keep least-loaded spraying.
-            let peer = |j: usize| self.peer_node_of[(base + hops[j] as u32) as usize];
-            let first = peer(0);
-            if !self.internal_port[(base + hops[0] as u32) as usize] && (1..hops.len()).any(|j| peer(j) != first) {
-                return base + hops[(start + packet_index as usize) % hops.len()] as u32;
-            }
+        if self.interleaves(node, hops) {
+            return base + hops[(start + packet_index as usize) % hops.len()] as u32;
         }
         // The load counts credits not yet back: those that have come back are taken in.
         let mut candidates = std::mem::take(&mut self.candidates);
@@ -1061,6 +1050,23 @@ impl Fabric {
         let out = candidates[pick];
         self.candidates = candidates;
         out
+    }
+
+    /// Switch `node` stripes packets over next hops `hops` (at least one) by packet index:
+    /// it sprays with interleaved striping and they lead to different nodes (a GPU hub's
+    /// links to several NVSwitch chips), so every path carries its share of links of every
+    /// flow whatever the local queues say (NVLink's address interleaving over links).
+    /// Parallel links to one node keep least-loaded spraying (balancing them locally is
+    /// exact), as do internal attachments (the NVLS endpoint's links to the chips: no
+    /// bottleneck, their far ends differ in capacity).
+    fn interleaves(&self, node: u32, hops: &[u16]) -> bool {
+        if !self.spray[node as usize] || self.cfg.crossbar.striping != Striping::Interleaved {
+            return false;
+        }
+        let base = self.port_base[node as usize];
+        let peer = |j: usize| self.peer_node_of[(base + hops[j] as u32) as usize];
+        let first = peer(0);
+        !self.internal_port[(base + hops[0] as u32) as usize] && (1..hops.len()).any(|j| peer(j) != first)
     }
 
     /// A packet reaches its destination host: it is in memory after the host's receive
