@@ -43,6 +43,6 @@ pub use prefetch::prefetch;
 pub use queue::{EventQueue, HeapQueue, WheelQueue};
 pub use rng::{RngStreams, SimRng};
 pub use run::{Model, PREFETCH_AHEAD, Progress, RunLimits, RunOutcome, RunReport, Stopwatch, run};
-pub use sched::{Origin, Scheduler};
+pub use sched::{Origin, Scheduler, SeqHint};
 pub use stats::{Counter, LatencyHistogram, TimeWeightedGauge};
 pub use time::{BitsPerSec, Bytes, Duration, SimTime, bytes_in, serialization_time};

@@ -8,6 +8,21 @@ use crate::time::{Duration, SimTime};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Origin(pub u32);
 
+/// Cache hints for the scheduler's per-origin sequence counters, lent to
+/// [`crate::Model::prefetch`]: no effect on results.
+#[derive(Clone, Copy)]
+pub struct SeqHint<'a>(&'a [u64]);
+
+impl SeqHint<'_> {
+    /// Asks for the line holding `origin`'s counter (out of range: nothing).
+    #[inline(always)]
+    pub fn prefetch(self, origin: Origin) {
+        if let Some(c) = self.0.get(origin.0 as usize) {
+            crate::prefetch(c);
+        }
+    }
+}
+
 /// The scheduler. `E` is the model's small `Copy` event record; `Q` the queue structure.
 pub struct Scheduler<E, Q = WheelQueue<E>> {
     now: SimTime,
@@ -67,6 +82,12 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
     /// Events waiting.
     pub fn pending(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Cache hints for the per-origin counters (see [`SeqHint`]).
+    #[inline(always)]
+    pub fn seq_hint(&self) -> SeqHint<'_> {
+        SeqHint(&self.next_seq)
     }
 
     /// Events handed out by [`Scheduler::pop`] so far.

@@ -194,6 +194,9 @@ pub struct Fabric {
     /// spraying compares the far ends of up to 18 next hops per packet: from the ports
     /// themselves, a cache line each).
     peer_node_of: Vec<u32>,
+    /// Per port: the host whose NIC it is (`u32::MAX` for switch ports), for the prefetch
+    /// pipeline, which may not read the port itself before its line is in.
+    host_of_port: Vec<u32>,
     /// Per host: its own send and receive processing (zero for GPUs; `EngineConfig::host_latency`).
     host_latency: Vec<HostLatency>,
     buffer: AnyBuffer,
@@ -475,6 +478,7 @@ impl Fabric {
         let dmodk_div = dmodk_divisors(topo);
 
         let peer_node_of = ports.iter().map(|p| p.peer_node).collect();
+        let host_of_port = ports.iter().map(|p| host_of_node[p.node as usize]).collect();
         let mut fabric = Fabric {
             ib,
             roce: None,
@@ -506,6 +510,7 @@ impl Fabric {
             input_to_flow,
             spray,
             peer_node_of,
+            host_of_port,
             internal_port,
             host_latency,
             pkt_latency: LatencyHistogram::new(),
@@ -890,7 +895,11 @@ impl Fabric {
     /// arrival's pipe head slot (its address is in the port line of stage 2), a departure's
     /// queue head slots; 0, the packets those slots name.
     #[inline(always)]
-    fn prefetch_stage(&self, ev: Option<&Ev>, stage: u8) {
+    fn prefetch_stage(&self, ev: Option<&Ev>, stage: u8, seqs: sim_core::SeqHint<'_>) {
+        if let Some(&Ev::NicWake(h)) = ev {
+            self.ib_prefetch_hca(h, stage);
+            return;
+        }
         let Some(&(Ev::Arrive(p) | Ev::TxDone(p) | Ev::CtrlArrive(p))) = ev else {
             return;
         };
@@ -911,12 +920,23 @@ impl Fabric {
                     prefetch(slot);
                 }
             }
+            (1, Some(Ev::TxDone(_))) => {
+                // The counters of the origins a departure schedules from: the port's next
+                // departure and its link's arrival.
+                seqs.prefetch(Origin(p));
+                seqs.prefetch(self.pipe_origin(p));
+            }
             (0, Some(Ev::Arrive(_))) => {
                 if let Some(w) = port.pipe.head() {
                     if let Some(pkt) = self.packets.slots_get(w.id) {
                         prefetch(pkt);
                     }
                     self.prefetch_lane(port, *w);
+                    if let Some((out, _)) = w.lane() {
+                        // An idle egress sends the packet at once.
+                        seqs.prefetch(Origin(out));
+                        seqs.prefetch(self.pipe_origin(out));
+                    }
                 }
             }
             _ => {}
@@ -1300,16 +1320,16 @@ impl Model for Fabric {
     /// 256-GPU AllReduce), and two events between stages instead of one (session 10: 3 %
     /// slower on the k=16 RoCEv2 mirror).
     #[inline]
-    fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
+    fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD], seqs: sim_core::SeqHint<'_>) {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
         // link-hop more).
         // Only on fabrics whose per-port state outgrows the caches.
         if self.ports.len() < self.prefetch_min_ports {
             return;
         }
-        self.prefetch_stage(upcoming[2], 2);
-        self.prefetch_stage(upcoming[1], 1);
-        self.prefetch_stage(upcoming[0], 0);
+        self.prefetch_stage(upcoming[2], 2, seqs);
+        self.prefetch_stage(upcoming[1], 1, seqs);
+        self.prefetch_stage(upcoming[0], 0, seqs);
     }
 
     /// All flows completed, or (RoCEv2) a deadlock was detected.

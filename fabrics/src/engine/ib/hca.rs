@@ -87,7 +87,8 @@ impl Fabric {
         let f = self.flows[flow as usize];
         let ib = self.ibs();
         let vl = ib.cfg.sl2vl[f.class as usize & 15];
-        ib.host_flows[f.src as usize][vl as usize].push_back(flow);
+        let q = ib.hf(f.src, vl);
+        ib.host_flows[q].push_back(flow);
     }
 
     /// HCA `h` sends if its port is idle: flow-control packets first, then congestion
@@ -134,16 +135,17 @@ impl Fabric {
         let mut earliest = SimTime::MAX;
         let mut cand = [u32::MAX; 16];
         for vl in 0..nv {
-            let n = self.ibr().host_flows[h as usize][vl as usize].len();
+            let q = self.ibr().hf(h, vl);
+            let n = self.ibr().host_flows[q].len();
             for _ in 0..n {
-                let f = self.ibr().host_flows[h as usize][vl as usize][0];
+                let f = self.ibr().host_flows[q][0];
                 let st = &self.flow_state[f as usize];
                 if st.next_send_at <= now {
                     cand[vl as usize] = f;
                     break;
                 }
                 earliest = earliest.min(st.next_send_at);
-                self.ibs().host_flows[h as usize][vl as usize].rotate_left(1);
+                self.ibs().host_flows[q].rotate_left(1);
             }
             let f = cand[vl as usize];
             if f == u32::MAX {
@@ -173,9 +175,8 @@ impl Fabric {
         let is_ready = |vl: u8| ready & (1 << vl) != 0;
         let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
         let vl = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready).expect("a ready VL");
-        let f = ib.host_flows[h as usize][vl as usize]
-            .pop_front()
-            .expect("candidate flow");
+        let q = ib.hf(h, vl);
+        let f = ib.host_flows[q].pop_front().expect("candidate flow");
         let id = self.cut_packet(now, f, vl);
         let b = self.pkt_blocks_on(p, id);
         let ib = self.ibs();
@@ -183,7 +184,7 @@ impl Fabric {
         let o = ib.ix(p, vl);
         ib.fctbs[o] += b as u64;
         if self.flow_state[f as usize].unsent_bytes > 0 {
-            self.ibs().host_flows[h as usize][vl as usize].push_back(f);
+            self.ibs().host_flows[q].push_back(f);
         }
         let done = self.transmit(s, p, id, SimTime::ZERO);
         if self.ib_nic_has_more(h, p) {
@@ -203,7 +204,9 @@ impl Fabric {
     /// HCA `h` (port `p`) has flows, notifications or flow-control packets left to send.
     fn ib_nic_has_more(&self, h: u32, p: u32) -> bool {
         let ib = self.ibr();
-        ib.host_flows[h as usize].iter().any(|q| !q.is_empty())
+        ib.host_flows[ib.hf(h, 0)..ib.hf(h + 1, 0)]
+            .iter()
+            .any(|q| !q.is_empty())
             || !ib.cnp_queue[h as usize].is_empty()
             || !ib.ctrl[p as usize].is_empty()
     }

@@ -202,8 +202,9 @@ pub struct IbState {
     timer_at: Vec<SimTime>,
     in_blocks: Vec<u64>,
     pub port_stats: Vec<IbPortStats>,
-    /// Per host, per VL: the flows with data to send, served round-robin.
-    host_flows: Vec<Vec<VecDeque<u32>>>,
+    /// Per host and VL (`host * nv + vl`, [`IbState::hf`]): the flows with data to send,
+    /// served round-robin. One array, so the prefetch pipeline reaches a queue in one step.
+    host_flows: Vec<VecDeque<u32>>,
     /// Per host: congestion notifications waiting to be sent.
     cnp_queue: Vec<VecDeque<u32>>,
     /// HOQLife per output port (`None` = off).
@@ -322,7 +323,7 @@ impl IbState {
             timer_at: vec![SimTime::MAX; n],
             in_blocks: vec![0; n],
             port_stats: vec![IbPortStats::default(); n],
-            host_flows: vec![vec![VecDeque::new(); nv]; n_hosts],
+            host_flows: vec![VecDeque::new(); nv * n_hosts],
             cnp_queue: vec![VecDeque::new(); n_hosts],
             hoq_of_out,
             totals: IbTotals::default(),
@@ -348,6 +349,12 @@ impl IbState {
     #[inline]
     fn ix(&self, port: u32, vl: u8) -> usize {
         port as usize * self.nv + vl as usize
+    }
+
+    /// Index of host `h`'s flow queue of `vl` in `host_flows`.
+    #[inline(always)]
+    fn hf(&self, h: u32, vl: u8) -> usize {
+        h as usize * self.nv + vl as usize
     }
 
     /// Credits (blocks) port `p` may still use on `vl`.

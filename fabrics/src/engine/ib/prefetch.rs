@@ -33,6 +33,52 @@ impl Fabric {
     }
 }
 
+impl Fabric {
+    /// Prefetch for HCA `h`'s wake-up (`Ev::NicWake`: an InfiniBand HCA sends its next packet
+    /// when woken at the end of the last), `stage + 1` events ahead. `ib_nic_send` reads the
+    /// HCA, its port's credit records and its flow queues, then the state of the flow at
+    /// the front of each: the HCA's records and queue headers (stage 2), the port's records
+    /// and the queues' front slots (stage 1), the front flows' records (stage 0).
+    #[inline]
+    pub(in crate::engine) fn ib_prefetch_hca(&self, h: u32, stage: u8) {
+        let (Some(ib), Some(nic)) = (self.ib.as_deref(), self.nics.get(h as usize)) else {
+            return;
+        };
+        let queues = ib.host_flows.get(ib.hf(h, 0)..ib.hf(h + 1, 0)).unwrap_or(&[]);
+        match stage {
+            2 => {
+                prefetch(nic);
+                prefetch_at(&ib.cnp_queue, h as usize);
+                if let Some(q) = queues.first() {
+                    prefetch(q);
+                }
+            }
+            1 => {
+                let p = nic.port;
+                if let Some(port) = self.ports.get(p as usize) {
+                    prefetch(&port.busy_until);
+                }
+                prefetch_at(&ib.ctrl, p as usize);
+                prefetch_at(&ib.arb, p as usize);
+                prefetch_at(&ib.fccl, ib.ix(p, 0));
+                prefetch_at(&ib.fctbs, ib.ix(p, 0));
+                for q in queues {
+                    if let Some(slot) = q.front() {
+                        prefetch(slot);
+                    }
+                }
+            }
+            _ => {
+                for &f in queues.iter().filter_map(|q| q.front()) {
+                    prefetch_at(&self.flow_state, f as usize);
+                    prefetch_at(&self.flows, f as usize);
+                    prefetch_at(&self.records, f as usize);
+                }
+            }
+        }
+    }
+}
+
 impl IbState {
     /// What a departure from switch port `p` (`ib_on_txdone`, `ib_switch_try_start`) reads:
     /// the port's records (stage 2); the head's slot in its virtual output queue, the input

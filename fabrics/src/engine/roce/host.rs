@@ -2,6 +2,7 @@
 //! the flows round-robin as congestion control, PFC, credits and the go-back-N window allow).
 
 use super::*;
+use sim_core::prefetch;
 
 /// The RoCEv2 endpoint (`Device::RoceHost`): queue pairs with congestion control, ACK, CNP,
 /// go-back-N for flows that cross the network; load/store inside a server.
@@ -86,6 +87,70 @@ impl Fabric {
             self.nic_wake_at(s, h, earliest);
         }
         None
+    }
+
+    /// Prefetch hint for a coming `TxDone(p)` at a NIC's port (no effect on results; called
+    /// by [`Fabric::roce_prefetch_departure`] where no switch queue of `p` holds a packet).
+    /// [`Fabric::roce_nic_pick`] reads the host's control queue and round-robin of flows, then
+    /// the state of the flow at its front, spread over the per-flow arrays (a miss each on a
+    /// fabric of thousands of hosts). `stage` 2 asks for the queues' records and the port's
+    /// pause timers, 1 for their front slots, 0 for the front flow's records and the front
+    /// control packet.
+    #[inline]
+    pub(in crate::engine) fn roce_prefetch_nic(&self, r: &RoceState, p: u32, stage: u8) {
+        let Some(&h) = self.host_of_port.get(p as usize) else {
+            return;
+        };
+        let (Some(nic), Some(ctrl)) = (self.nics.get(h as usize), r.ctrl_q.get(h as usize)) else {
+            return;
+        };
+        match stage {
+            2 => {
+                prefetch(nic);
+                prefetch(ctrl);
+                if let Some(rx) = r.pfc_rx.get(p as usize) {
+                    // The data and control classes (their timers span two lines).
+                    rx.prefetch_pause(0);
+                    rx.prefetch_pause(NP as u8 - 1);
+                }
+            }
+            1 => {
+                if let Some(f) = nic.active.front() {
+                    prefetch(f);
+                }
+                if let Some(id) = ctrl.front() {
+                    prefetch(id);
+                }
+            }
+            _ => {
+                if let Some(&id) = ctrl.front()
+                    && let Some(pkt) = self.packets.slots_get(id)
+                {
+                    prefetch(pkt);
+                }
+                let Some(&f) = nic.active.front() else { return };
+                let f = f as usize;
+                if let Some(st) = self.flow_state.get(f) {
+                    prefetch(st);
+                }
+                if let Some(x) = self.flows.get(f) {
+                    prefetch(x);
+                }
+                if let Some(x) = self.records.get(f) {
+                    prefetch(x);
+                }
+                if let (Some(a), Some(b), Some(c)) = (r.gbn_window.get(f), r.snd_acked.get(f), r.last_tx.get(f)) {
+                    prefetch(a);
+                    prefetch(b);
+                    prefetch(c);
+                }
+                if let (Some(a), Some(b), Some(c)) = (r.sent_high.get(f), r.rto_at.get(f), r.qp.get(f)) {
+                    prefetch(a);
+                    prefetch(b);
+                    prefetch(c);
+                }
+            }
+        }
     }
 
     /// A flow starts: register it with its NIC.

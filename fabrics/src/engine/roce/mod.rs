@@ -210,7 +210,8 @@ impl RoceState {
     }
 
     /// Prefetch hint for the egress lane (`port`, `prio`) an arriving packet will join: its
-    /// queue record and the port's mask of non-empty queues.
+    /// queue record, the port's mask of non-empty queues and its pause timer (an idle port
+    /// picks the packet at once).
     #[inline(always)]
     pub(super) fn prefetch_lane(&self, port: u32, prio: u8) {
         if let Some(q) = self.q.get(Self::ix(port, prio)) {
@@ -218,6 +219,9 @@ impl RoceState {
         }
         if let Some(m) = self.nonempty.get(port as usize) {
             sim_core::prefetch(m);
+        }
+        if let Some(rx) = self.pfc_rx.get(port as usize) {
+            rx.prefetch_pause(prio);
         }
     }
 
@@ -776,7 +780,11 @@ impl Fabric {
             r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
             r.totals.ecn_marked += 1;
         }
-        r.q[i].ids.push_back(QueuedPacket { id, ingress: x });
+        r.q[i].ids.push_back(QueuedPacket {
+            id,
+            ingress: x,
+            hash_lo: pkt.flow_hash as u32,
+        });
         r.nonempty[out as usize] |= 1 << prio;
         r.q[i].bytes += wire;
         let qb = r.q[i].bytes;

@@ -25,13 +25,15 @@ impl DeviceModel for RoceSwitch {
     }
 }
 
-/// A packet waiting in an egress queue and the port it came in on: the MMU record its
-/// departure releases, which the departure prefetch can then ask for without reading the
-/// packet first.
+/// A packet waiting in an egress queue, the port it came in on and the low bits of its flow
+/// hash: the MMU record its departure releases and the route memo slot its routing ahead
+/// reads (`route_memo.rs`), which the departure prefetch can then ask for without reading
+/// the packet first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct QueuedPacket {
     pub(super) id: u32,
     pub(super) ingress: u32,
+    pub(super) hash_lo: u32,
 }
 
 /// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
@@ -146,6 +148,16 @@ impl Fabric {
     pub(in crate::engine) fn roce_prefetch_departure(&self, p: u32, stage: u8) {
         let Some(r) = self.roce.as_deref() else { return };
         let mut waiting = r.nonempty.get(p as usize).copied().unwrap_or(0);
+        if stage == 2
+            && let Some(pending) = r.pfc_pending.get(p as usize)
+        {
+            prefetch(pending);
+        }
+        if waiting == 0 {
+            // No switch queue holds a packet: a NIC's port, or an idle one.
+            self.roce_prefetch_nic(r, p, stage);
+            return;
+        }
         while waiting != 0 {
             let prio = waiting.trailing_zeros() as u8;
             waiting &= waiting - 1;
@@ -153,7 +165,13 @@ impl Fabric {
                 return;
             };
             match stage {
-                2 => prefetch(q),
+                2 => {
+                    prefetch(q);
+                    // The pause timer the pick tests for each non-empty priority.
+                    if let Some(rx) = r.pfc_rx.get(p as usize) {
+                        rx.prefetch_pause(prio);
+                    }
+                }
                 1 => {
                     if let Some(slot) = q.ids.front() {
                         prefetch(slot);
@@ -169,6 +187,8 @@ impl Fabric {
                         if let Some(&base) = self.port_base.get(node as usize) {
                             r.prefetch_admission(node, head.ingress.wrapping_sub(base), prio);
                         }
+                        // The memo slot its routing ahead reads (`Fabric::route_ahead`).
+                        self.route_memo.prefetch(head.hash_lo);
                     }
                 }
             }
@@ -212,7 +232,7 @@ impl Fabric {
         };
         let r = self.rs();
         let i = RoceState::ix(p, prio);
-        let QueuedPacket { id, ingress: x } = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        let QueuedPacket { id, ingress: x, .. } = r.q[i].ids.pop_front().expect("picked queue has a packet");
         if r.q[i].ids.is_empty() {
             r.q[i].deficit = 0;
             r.nonempty[p as usize] &= !(1 << prio);

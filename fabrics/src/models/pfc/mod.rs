@@ -303,6 +303,15 @@ impl PfcReceiver {
         resumed
     }
 
+    /// Cache hint (no effect on results) for the pause timer [`PfcReceiver::may_send`] reads:
+    /// the engine asks for it a few events ahead of a departure.
+    #[inline(always)]
+    pub fn prefetch_pause(&self, prio: u8) {
+        if let Some(t) = self.paused_until.get(prio as usize) {
+            sim_core::prefetch(t);
+        }
+    }
+
     /// Whether a frame of `prio` may start at `now`.
     pub fn may_send(&self, prio: u8, now: SimTime) -> bool {
         self.paused_until[prio as usize] <= now
