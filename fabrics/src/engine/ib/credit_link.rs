@@ -43,8 +43,9 @@ impl Fabric {
         Some(self.ib_send_fc(s, p, vl))
     }
 
-    /// [`Fabric::blocks_on`] for packet `id`.
-    #[inline]
+    /// [`Fabric::blocks_on`] for packet `id`. Always inlined: a call on every departure
+    /// (its caller's size decides otherwise) cost 1 % of the instructions.
+    #[inline(always)]
     pub(in crate::engine) fn pkt_blocks_on(&self, p: u32, id: u32) -> u32 {
         let pk = self.packets.get(id);
         self.blocks_on(p, pk.payload_bytes, pk.wire_bytes)

@@ -19,7 +19,7 @@ impl Fabric {
         let unlimited = self.cfg.crossbar.speedup_percent.is_none();
         let ib = self.ibr();
         let o = ib.ix(p, vl);
-        let &first = ib.voq[o].front()?;
+        let first = ib.voq[o].front()?.id;
         if unlimited && ib.xbar.oldest_when_all_free() {
             self.ibs().xbar_pick[vl as usize] = 0;
             return Some(first);
@@ -28,7 +28,7 @@ impl Fabric {
         let ib = self.ibr();
         match ib.xbar.pick(out, &ib.xbar_waiting) {
             Some(k) => {
-                let id = ib.voq[o][k];
+                let id = ib.voq[o][k].id;
                 self.ibs().xbar_pick[vl as usize] = k;
                 Some(id)
             }
@@ -58,8 +58,8 @@ impl Fabric {
             .expect("InfiniBand path runs only on an InfiniBand fabric");
         let o = ib.ix(p, vl);
         ib.xbar_waiting.clear();
-        for &id in ib.voq[o].iter().take(ib.xbar.scan_len()) {
-            let x = self.packets.get(id).ingress_port;
+        for e in ib.voq[o].iter().take(ib.xbar.scan_len()) {
+            let x = e.ingress;
             let free_at = ib.xbar_free_at[x as usize];
             let free = free_at <= now;
             if !free {
@@ -104,8 +104,7 @@ impl Fabric {
     pub(in crate::engine) fn ib_drop_voq_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) {
         let ib = self.ibs();
         let o = ib.ix(p, vl);
-        let id = ib.voq[o].pop_front().expect("a head to drop");
-        let x = self.packets.get(id).ingress_port;
+        let VoqEntry { id, ingress: x } = ib.voq[o].pop_front().expect("a head to drop");
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         ib.voq_unvote(i, p);

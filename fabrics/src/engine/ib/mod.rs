@@ -123,6 +123,15 @@ pub struct IbTotals {
     pub becn_received: u64,
 }
 
+/// A packet in a virtual output queue and the input port it came in on: the crossbar's
+/// arbiters and the congestion tree's cause ask for the inputs of many queued packets, and
+/// each would be a packet read (a miss on a large fabric).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct VoqEntry {
+    pub(super) id: u32,
+    pub(super) ingress: u32,
+}
+
 /// Flow-control packets on their way to one sender port (`credit_link.rs`). Where `lazy`,
 /// their arrival is not an event: the sender takes them in when it next looks at its
 /// credits, and an arrival is an event only while the sender waits for it.
@@ -156,8 +165,9 @@ pub struct IbState {
     // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
     // reverse direction of the same link).
     inq: Vec<VecDeque<u32>>,
-    /// Per output port-VL of a `voq` node: packets waiting for it, oldest first.
-    voq: Vec<VecDeque<u32>>,
+    /// Per output port-VL of a `voq` node: packets waiting for it, oldest first, with the
+    /// input each came in on.
+    voq: Vec<VecDeque<VoqEntry>>,
     /// Per port: it belongs to a `voq` node (module docs).
     voq_port: Vec<bool>,
     /// Per input port-VL of a `voq` node, for congestion-tree attribution only: the output
@@ -485,7 +495,7 @@ impl Fabric {
     /// queue, oldest first (none on an input-FIFO port, or without a credit layer).
     pub fn voq_inputs(&self, p: u32, vl: u8) -> impl Iterator<Item = u32> + '_ {
         let queue = self.ib.as_deref().map(|ib| &ib.voq[ib.ix(p, vl)]);
-        queue.into_iter().flatten().map(|&id| self.packets.get(id).ingress_port)
+        queue.into_iter().flatten().map(|e| e.ingress)
     }
 
     /// Makes sure port `x`'s timer fires at `at` or earlier.
@@ -596,7 +606,7 @@ impl Fabric {
         let was_empty = ib.inq[i].is_empty();
         let voq_was_empty = voq && ib.voq[o].is_empty();
         if voq {
-            ib.voq[o].push_back(id);
+            ib.voq[o].push_back(VoqEntry { id, ingress: x });
             ib.voq_vote(i, out);
         } else {
             ib.inq[i].push_back(id);
@@ -662,11 +672,12 @@ impl IbState {
 impl IbState {
     /// Data packets (not control) waiting in input buffers.
     pub(super) fn data_packets_buffered(&self, packets: &super::PacketArena) -> u64 {
+        let queued = self.voq.iter().flat_map(|q| q.iter().map(|e| e.id));
         self.inq
             .iter()
-            .chain(&self.voq)
-            .flat_map(|q| q.iter())
-            .filter(|&&id| packets.get(id).kind == PacketKind::Data)
+            .flat_map(|q| q.iter().copied())
+            .chain(queued)
+            .filter(|&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
     }
 }

@@ -95,7 +95,11 @@ impl IbState {
                 prefetch_at(&self.arb, pu);
                 prefetch_at(&self.ctrl, pu);
                 prefetch_at(&self.fc_in, pu);
-                prefetch_at(if voq { &self.voq } else { &self.requests }, o);
+                if voq {
+                    prefetch_at(&self.voq, o);
+                } else {
+                    prefetch_at(&self.requests, o);
+                }
                 prefetch_at(&self.fccl, o);
                 prefetch_at(&self.fctbs, o);
                 prefetch_at(&self.out_bytes, o);
@@ -116,16 +120,21 @@ impl IbState {
                 if voq && let Some(slot) = self.voq.get(o).and_then(|q| q.front()) {
                     prefetch(slot);
                 }
+                // The VL of the flow-control packet it sends first, if one waits.
+                if let Some(vl) = self.ctrl.get(pu).and_then(|q| q.front()) {
+                    prefetch(vl);
+                }
             }
             _ => {
                 if let Some(slot) = f.ports.get(port.peer_port as usize).and_then(|b| b.ctrl_pipe.head()) {
                     prefetch(slot);
                 }
-                if voq
-                    && let Some(&id) = self.voq.get(o).and_then(|q| q.front())
-                    && let Some(pkt) = f.packets.slots_get(id)
-                {
-                    prefetch(pkt);
+                if voq && let Some(e) = self.voq.get(o).and_then(|q| q.front()) {
+                    if let Some(pkt) = f.packets.slots_get(e.id) {
+                        prefetch(pkt);
+                    }
+                    // The majority vote of the input it leaves.
+                    prefetch_at(&self.voq_cause, self.ix(e.ingress, 0));
                 }
             }
         }

@@ -218,8 +218,7 @@ impl Fabric {
         let o = ib.ix(p, vl);
         let (x, id) = if voq {
             let k = self.ibr().xbar_pick[vl as usize];
-            let id = self.ibr().voq[o][k];
-            let x = self.packets.get(id).ingress_port;
+            let VoqEntry { id, ingress: x } = self.ibr().voq[o][k];
             self.xbar_granted(p, vl, x, now);
             let ib = self.ibs();
             ib.voq[o].remove(k).expect("ready VL has a packet");
@@ -328,7 +327,7 @@ impl Fabric {
                 let held = ib.voq[ib.ix(out, vl)]
                     .iter()
                     .take(crate::models::crossbar::oldest::SCAN_MAX)
-                    .filter(|&&id| self.packets.get(id).ingress_port == x)
+                    .filter(|e| e.ingress == x)
                     .count();
                 if held > best.0 {
                     best = (held, out);
