@@ -554,7 +554,10 @@ impl Fabric {
         for port in &mut self.ports {
             let node = port.peer_node as usize;
             port.routed_ahead = ahead
-                && matches!(self.device[node], Device::RoceSwitch | Device::OqSwitch)
+                && matches!(
+                    self.device[node],
+                    Device::RoceSwitch | Device::OqSwitch | Device::CreditSwitch
+                )
                 && !self.spray[node]
                 && !adaptive;
         }
@@ -961,6 +964,9 @@ impl Fabric {
             prefetch(&port.busy_until);
             prefetch(&port.queued_bytes);
             prefetch(&port.stats.queue_bytes);
+        }
+        if let Some(ib) = self.ib.as_deref() {
+            ib.prefetch_out_lane(out, prio);
         }
         if let (Some(r), Some(&base)) = (self.roce.as_deref(), self.port_base.get(link.peer_node as usize)) {
             r.prefetch_lane(out, prio);

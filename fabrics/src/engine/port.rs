@@ -84,9 +84,10 @@ pub struct Port {
     /// scheduled (a credit device's flow-control packet, `ib/switch.rs`): a kick before its
     /// end schedules it then.
     pub txdone_deferred: bool,
-    /// Packets put on this link are routed at the far end then: it is a switch that routes by
-    /// a function of the packet alone (`OnWire`, `Fabric::egress_ahead`), on a fabric large
-    /// enough for the prefetch pipeline (`PREFETCH_MIN_PORTS`).
+    /// Packets put on this link are routed at the far end then: it is a switch (RoCEv2,
+    /// output-queued or InfiniBand) that routes by a function of the packet alone (`OnWire`,
+    /// `Fabric::egress_ahead`), on a fabric large enough for the prefetch pipeline
+    /// (`PREFETCH_MIN_PORTS`).
     pub routed_ahead: bool,
     pub queued_bytes: u64,
     pub stats: PortStats,

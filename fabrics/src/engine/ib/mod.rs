@@ -578,7 +578,12 @@ impl Fabric {
         let pkt = *self.packets.get(id);
         let b = self.pkt_blocks_on(x, id);
         let vl = pkt.vl;
-        let out = self.route_ib(s, node, pkt.dst_host, pkt.flow_hash, vl, pkt.index);
+        // Routed when it was put on the link (`Fabric::route_ahead`) where routing is static.
+        let out = if self.ports[p as usize].routed_ahead {
+            pkt.next_port
+        } else {
+            self.route_ib(s, node, pkt.dst_host, pkt.flow_hash, vl, pkt.index)
+        };
         let fc = self.link_fc[x as usize];
         if fc == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
             // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender

@@ -140,6 +140,23 @@ impl IbState {
         }
     }
 
+    /// What an arrival routed ahead to output lane (`out`, `vl`) touches there: the output's
+    /// queue and byte counts, its credits and the flow-control packets coming back to it
+    /// (an idle output starts the packet at once). Not the port's own line: stage 0 asks for it
+    /// too, and reading it here would wait for it.
+    #[inline]
+    pub(in crate::engine) fn prefetch_out_lane(&self, out: u32, vl: u8) {
+        let o = self.ix(out, vl);
+        if self.voq_port.get(out as usize).copied().unwrap_or(false) {
+            prefetch_at(&self.voq, o);
+        }
+        prefetch_at(&self.out_bytes, o);
+        prefetch_at(&self.fccl, o);
+        prefetch_at(&self.stall_since, o);
+        prefetch_at(&self.fc_in, out as usize);
+        prefetch_at(&self.arb, out as usize);
+    }
+
     /// The receive-side records of input lane (`x`, `vl`): what a packet joining it or
     /// leaving it, and the flow-control update after, touch.
     #[inline]
