@@ -917,6 +917,10 @@ impl Fabric {
                 prefetch(&port.busy_until);
                 prefetch(&port.queued_bytes);
                 prefetch(&port.stats.queue_bytes);
+                if matches!(ev, Some(Ev::TxDone(_))) {
+                    // An output-queued switch's departure takes the head of this queue.
+                    prefetch(&port.queue);
+                }
             }
             (1, Some(Ev::Arrive(_))) => {
                 if let Some(slot) = port.pipe.head() {
@@ -928,6 +932,18 @@ impl Fabric {
                 // departure and its link's arrival.
                 seqs.prefetch(Origin(p));
                 seqs.prefetch(self.pipe_origin(p));
+                if port.device == Device::OqSwitch
+                    && let Some(slot) = port.queue.front()
+                {
+                    prefetch(slot);
+                }
+            }
+            (0, Some(Ev::TxDone(_))) => {
+                if port.device == Device::OqSwitch
+                    && let Some(pkt) = port.queue.front().and_then(|&id| self.packets.slots_get(id))
+                {
+                    prefetch(pkt);
+                }
             }
             (0, Some(Ev::Arrive(_))) => {
                 if let Some(w) = port.pipe.head() {
