@@ -1345,13 +1345,14 @@ impl Model for Fabric {
     fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD], seqs: sim_core::SeqHint<'_>) {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
         // link-hop more).
-        // Only on fabrics whose per-port state outgrows the caches.
-        if self.ports.len() < self.prefetch_min_ports {
-            return;
-        }
         self.prefetch_stage(upcoming[2], 2, seqs);
         self.prefetch_stage(upcoming[1], 1, seqs);
         self.prefetch_stage(upcoming[0], 0, seqs);
+    }
+
+    /// Only on fabrics whose per-port state outgrows the caches.
+    fn prefetches(&self) -> bool {
+        self.ports.len() >= self.prefetch_min_ports
     }
 
     /// All flows completed, or (RoCEv2) a deadlock was detected.
