@@ -112,9 +112,12 @@ impl IbState {
                 if let Some(&Some((x, vl, _))) = self.tx_release.get(pu) {
                     self.prefetch_input_lane(x, vl);
                     if let Some(port) = f.ports.get(x as usize) {
-                        // The flow-control packet advertising the freed space goes on `x`.
+                        // The flow-control packet advertising the freed space goes on `x`:
+                        // its serializer, counters and control pipe.
                         prefetch(&port.busy_until);
                         prefetch(&port.stats.queue_bytes);
+                        prefetch(&port.stats.packets_tx);
+                        prefetch(&port.ctrl_pipe);
                     }
                 }
                 if voq && let Some(slot) = self.voq.get(o).and_then(|q| q.front()) {
