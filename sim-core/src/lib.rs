@@ -39,7 +39,7 @@ pub mod stats;
 pub mod time;
 
 pub use pipe::Pipe;
-pub use prefetch::prefetch;
+pub use prefetch::{prefetch, prefetch_at};
 pub use queue::{EventQueue, HeapQueue, WheelQueue};
 pub use rng::{RngStreams, SimRng};
 pub use run::{Model, PREFETCH_AHEAD, Progress, RunLimits, RunOutcome, RunReport, Stopwatch, run};

@@ -15,3 +15,11 @@ pub fn prefetch<T>(r: &T) {
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
     let _ = r;
 }
+
+/// [`prefetch`] of `v[i]`, if it exists (out of range: nothing, as a hint may be stale).
+#[inline(always)]
+pub fn prefetch_at<T>(v: &[T], i: usize) {
+    if let Some(r) = v.get(i) {
+        prefetch(r);
+    }
+}

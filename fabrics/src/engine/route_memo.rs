@@ -86,16 +86,6 @@ impl RouteMemo {
             .map(|&(_, out)| out)
     }
 
-    /// Cache hint (no effect on results) for the slot of packets whose flow hash has low bits
-    /// `hash_lo` (a slot is chosen by bits below the 32nd): the departure prefetch asks for
-    /// it an event before the packet is routed ahead.
-    #[inline(always)]
-    pub(super) fn prefetch(&self, hash_lo: u32) {
-        if let Some(slot) = self.slots.get(hash_lo as usize & self.mask) {
-            sim_core::prefetch(slot);
-        }
-    }
-
     /// Remembers that packets to `dst` with hash `hash` leave switch `node` by `out`
     /// (after [`RouteMemo::get`] found nothing).
     #[inline]

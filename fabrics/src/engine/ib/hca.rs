@@ -204,9 +204,7 @@ impl Fabric {
     /// HCA `h` (port `p`) has flows, notifications or flow-control packets left to send.
     fn ib_nic_has_more(&self, h: u32, p: u32) -> bool {
         let ib = self.ibr();
-        ib.host_flows[ib.hf(h, 0)..ib.hf(h + 1, 0)]
-            .iter()
-            .any(|q| !q.is_empty())
+        ib.host_queues(h).iter().any(|q| !q.is_empty())
             || !ib.cnp_queue[h as usize].is_empty()
             || !ib.ctrl[p as usize].is_empty()
     }

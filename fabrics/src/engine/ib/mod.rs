@@ -367,6 +367,12 @@ impl IbState {
         h as usize * self.nv + vl as usize
     }
 
+    /// Host `h`'s flow queues, one per VL (none for an unknown host).
+    #[inline(always)]
+    fn host_queues(&self, h: u32) -> &[VecDeque<u32>] {
+        self.host_flows.get(self.hf(h, 0)..self.hf(h + 1, 0)).unwrap_or(&[])
+    }
+
     /// Credits (blocks) port `p` may still use on `vl`.
     #[inline]
     fn avail(&self, p: u32, vl: u8) -> u64 {

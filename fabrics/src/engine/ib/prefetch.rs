@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::engine::Port;
-use sim_core::prefetch;
+use sim_core::{prefetch, prefetch_at};
 
 impl Fabric {
     /// Prefetch for the event on port `p` `stage + 1` events ahead.
@@ -31,9 +31,7 @@ impl Fabric {
             _ => {}
         }
     }
-}
 
-impl Fabric {
     /// Prefetch for HCA `h`'s wake-up (`Ev::NicWake`: an InfiniBand HCA sends its next packet
     /// when woken at the end of the last), `stage + 1` events ahead. `ib_nic_send` reads the
     /// HCA, its port's credit records and its flow queues, then the state of the flow at
@@ -44,7 +42,7 @@ impl Fabric {
         let (Some(ib), Some(nic)) = (self.ib.as_deref(), self.nics.get(h as usize)) else {
             return;
         };
-        let queues = ib.host_flows.get(ib.hf(h, 0)..ib.hf(h + 1, 0)).unwrap_or(&[]);
+        let queues = ib.host_queues(h);
         match stage {
             2 => {
                 prefetch(nic);
@@ -176,13 +174,5 @@ impl IbState {
         if let Some(stats) = self.port_stats.get(x as usize) {
             prefetch(&stats.input_buffer_bytes);
         }
-    }
-}
-
-/// Prefetch of `v[i]`, if it exists.
-#[inline(always)]
-fn prefetch_at<T>(v: &[T], i: usize) {
-    if let Some(r) = v.get(i) {
-        prefetch(r);
     }
 }

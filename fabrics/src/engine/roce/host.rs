@@ -2,7 +2,7 @@
 //! the flows round-robin as congestion control, PFC, credits and the go-back-N window allow).
 
 use super::*;
-use sim_core::prefetch;
+use sim_core::{prefetch, prefetch_at};
 
 /// The RoCEv2 endpoint (`Device::RoceHost`): queue pairs with congestion control, ACK, CNP,
 /// go-back-N for flows that cross the network; load/store inside a server.
@@ -130,25 +130,15 @@ impl Fabric {
                 }
                 let Some(&f) = nic.active.front() else { return };
                 let f = f as usize;
-                if let Some(st) = self.flow_state.get(f) {
-                    prefetch(st);
-                }
-                if let Some(x) = self.flows.get(f) {
-                    prefetch(x);
-                }
-                if let Some(x) = self.records.get(f) {
-                    prefetch(x);
-                }
-                if let (Some(a), Some(b), Some(c)) = (r.gbn_window.get(f), r.snd_acked.get(f), r.last_tx.get(f)) {
-                    prefetch(a);
-                    prefetch(b);
-                    prefetch(c);
-                }
-                if let (Some(a), Some(b), Some(c)) = (r.sent_high.get(f), r.rto_at.get(f), r.qp.get(f)) {
-                    prefetch(a);
-                    prefetch(b);
-                    prefetch(c);
-                }
+                prefetch_at(&self.flow_state, f);
+                prefetch_at(&self.flows, f);
+                prefetch_at(&self.records, f);
+                prefetch_at(&r.gbn_window, f);
+                prefetch_at(&r.snd_acked, f);
+                prefetch_at(&r.last_tx, f);
+                prefetch_at(&r.sent_high, f);
+                prefetch_at(&r.rto_at, f);
+                prefetch_at(&r.qp, f);
             }
         }
     }

@@ -780,11 +780,7 @@ impl Fabric {
             r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
             r.totals.ecn_marked += 1;
         }
-        r.q[i].ids.push_back(QueuedPacket {
-            id,
-            ingress: x,
-            hash_lo: pkt.flow_hash as u32,
-        });
+        r.q[i].ids.push_back(QueuedPacket { id, ingress: x });
         r.nonempty[out as usize] |= 1 << prio;
         r.q[i].bytes += wire;
         let qb = r.q[i].bytes;

@@ -25,15 +25,13 @@ impl DeviceModel for RoceSwitch {
     }
 }
 
-/// A packet waiting in an egress queue, the port it came in on and the low bits of its flow
-/// hash: the MMU record its departure releases and the route memo slot its routing ahead
-/// reads (`route_memo.rs`), which the departure prefetch can then ask for without reading
-/// the packet first.
+/// A packet waiting in an egress queue and the port it came in on: the MMU record its
+/// departure releases, which the departure prefetch can then ask for without reading the
+/// packet first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct QueuedPacket {
     pub(super) id: u32,
     pub(super) ingress: u32,
-    pub(super) hash_lo: u32,
 }
 
 /// One egress queue of a switch port: (port, priority). The ids, the bytes and the DWRR deficit
@@ -187,8 +185,6 @@ impl Fabric {
                         if let Some(&base) = self.port_base.get(node as usize) {
                             r.prefetch_admission(node, head.ingress.wrapping_sub(base), prio);
                         }
-                        // The memo slot its routing ahead reads (`Fabric::route_ahead`).
-                        self.route_memo.prefetch(head.hash_lo);
                     }
                 }
             }
@@ -232,7 +228,7 @@ impl Fabric {
         };
         let r = self.rs();
         let i = RoceState::ix(p, prio);
-        let QueuedPacket { id, ingress: x, .. } = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        let QueuedPacket { id, ingress: x } = r.q[i].ids.pop_front().expect("picked queue has a packet");
         if r.q[i].ids.is_empty() {
             r.q[i].deficit = 0;
             r.nonempty[p as usize] &= !(1 << prio);
