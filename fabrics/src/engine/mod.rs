@@ -56,6 +56,7 @@ pub use device::{Device, LinkFc};
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use ideal::IdealPath;
 pub use packet::{CtrlFrame, NO_LANE, OnWire, Packet, PacketArena, PacketKind};
+use port::CtrlLink;
 pub use port::{Framing, Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
 pub use roce::{
@@ -161,6 +162,8 @@ pub struct Fabric {
     /// Host index of each node (`u32::MAX` for switches).
     host_of_node: Vec<u32>,
     ports: Vec<Port>,
+    /// Per port: the control side of its link (`port.rs`).
+    ctrl_links: Vec<CtrlLink>,
     routes: Routes,
     /// Egress ports of static routes already walked (`route_memo.rs`).
     route_memo: route_memo::RouteMemo,
@@ -462,6 +465,7 @@ impl Fabric {
             ))
         });
         let mut ib = ib;
+        let mut lazy_in = Vec::new();
         if let Some(ib) = ib.as_deref_mut() {
             for (p, port) in ports.iter().enumerate() {
                 if spray[port.node as usize] {
@@ -471,10 +475,16 @@ impl Fabric {
                 // device, whose looks (and least-loaded routing's) `credit_link.rs` covers.
                 let d = device[port.node as usize];
                 if link_fc[p] == LinkFc::Credit && matches!(d, Device::CreditSwitch | Device::CreditHost) {
-                    ib.set_fc_lazy(p as u32);
+                    lazy_in.push(p);
                 }
             }
         }
+        for p in lazy_in {
+            ports[p].fc_in_lazy = true;
+            let r = ports[p].peer_port as usize;
+            ports[r].fc_out_lazy = true;
+        }
+        let ctrl_links = (0..ports.len()).map(|_| CtrlLink::default()).collect();
         let dmodk_div = dmodk_divisors(topo);
 
         let peer_node_of = ports.iter().map(|p| p.peer_node).collect();
@@ -494,6 +504,7 @@ impl Fabric {
             link_fc,
             host_of_node,
             ports,
+            ctrl_links,
             route_memo: route_memo::RouteMemo::new(0),
             candidates: Vec::new(),
             prefetch_min_ports: PREFETCH_MIN_PORTS,
@@ -785,13 +796,13 @@ impl Fabric {
     /// (credits or PFC), whatever device owns `x`.
     fn on_ctrl_arrive<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         let x = self.ports[p as usize].peer_port;
-        if self.ib.as_deref().is_some_and(|ib| ib.fc_lazy(x)) {
+        if self.ports[p as usize].fc_out_lazy {
             return self.ib_fc_arrival(s, x);
         }
         let now = s.now();
-        let port = &mut self.ports[p as usize];
-        let frame = port.ctrl_pipe.pop_due(now);
-        if let Some(next) = port.ctrl_pipe.head_time() {
+        let pipe = &mut self.ctrl_links[x as usize].pipe;
+        let frame = pipe.pop_due(now);
+        if let Some(next) = pipe.head_time() {
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::CtrlArrive(p));
         }
@@ -855,11 +866,11 @@ impl Fabric {
             c.record(now, p, &frame.as_packet(), wire);
         }
         let done = self.start_on_wire(now, p, wire, SimTime::ZERO);
-        let port = &mut self.ports[p as usize];
-        let (arrive, first) = port.ctrl_pipe.push_fifo(done + port.delay, frame);
-        let x = port.peer_port;
-        if self.ib.as_deref().is_some_and(|ib| ib.fc_lazy(x)) {
-            self.ib_fc_on_its_way(s, x, arrive, first);
+        let port = &self.ports[p as usize];
+        let (x, delay, lazy) = (port.peer_port, port.delay, port.fc_out_lazy);
+        let (arrive, first) = self.ctrl_links[x as usize].pipe.push_fifo(done + delay, frame);
+        if lazy {
+            self.ib_fc_on_its_way(s, x, p, arrive, first);
         } else if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::CtrlArrive(p));
@@ -983,6 +994,7 @@ impl Fabric {
         }
         if let Some(ib) = self.ib.as_deref() {
             ib.prefetch_out_lane(out, prio);
+            sim_core::prefetch_at(&self.ctrl_links, out as usize);
         }
         if let (Some(r), Some(&base)) = (self.roce.as_deref(), self.port_base.get(link.peer_node as usize)) {
             r.prefetch_lane(out, prio);

@@ -89,15 +89,32 @@ pub struct Port {
     /// `Fabric::egress_ahead`), on a fabric large enough for the prefetch pipeline
     /// (`PREFETCH_MIN_PORTS`).
     pub routed_ahead: bool,
+    /// Flow-control packets to this port are taken in when its device looks, not as events
+    /// (`ib/credit_link.rs`): it is a credit device's sender on a credit link. The same flag
+    /// of the reverse direction, on the port at the far end, is [`Port::fc_out_lazy`].
+    pub fc_in_lazy: bool,
+    /// The flow-control packets this port sends are taken in lazily at the far end.
+    pub fc_out_lazy: bool,
     pub queued_bytes: u64,
     pub stats: PortStats,
     /// Packet ids waiting to be sent, FIFO.
     pub queue: VecDeque<u32>,
-    /// Link-level control frames on the wire (InfiniBand flow-control packets, PFC PAUSE), by
-    /// arrival time at the peer's MAC. They follow the data on the wire but are consumed on
-    /// arrival, while data then still spends the peer's port-to-port latency: one FIFO for
-    /// both would hold a PAUSE back by that latency.
-    pub ctrl_pipe: Pipe<CtrlFrame>,
+}
+
+/// The link-level control frames on their way to one port (InfiniBand flow-control packets
+/// that credit it, PFC frames that pause it), sent by the port at the far end of its link:
+/// in their own array beside the ports, indexed by the port they are for. By arrival time
+/// at that port's MAC: they follow the data on the wire but are consumed on arrival, while
+/// data then still spends the port-to-port latency: one FIFO for both would hold a PAUSE
+/// back by that latency. Where the port takes flow-control packets in lazily, the
+/// bookkeeping of that sits beside the pipe, in the same cache line: taking a packet in
+/// reads both, and neither the sending port's lines (session 14).
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct CtrlLink {
+    pub pipe: Pipe<CtrlFrame>,
+    /// Where [`Port::fc_in_lazy`]: what of the pipe is yet to be taken in.
+    pub(in crate::engine) fc: super::ib::FcInbound,
 }
 
 impl Port {
@@ -120,10 +137,11 @@ impl Port {
             txdone_pending: false,
             txdone_deferred: false,
             routed_ahead: false,
+            fc_in_lazy: false,
+            fc_out_lazy: false,
             queue: VecDeque::new(),
             queued_bytes: 0,
             pipe: Pipe::new(),
-            ctrl_pipe: Pipe::new(),
             stats: PortStats::default(),
             framing: Framing::Native,
             device: super::Device::OqSwitch,
@@ -142,6 +160,8 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Port, pipe), 32);
         assert!(std::mem::offset_of!(Port, queued_bytes) < 128);
         assert_eq!(std::mem::align_of::<Port>(), 64);
+        // A link's control pipe and flow-control bookkeeping share one line.
+        assert_eq!(std::mem::size_of::<CtrlLink>(), 64);
         // A pipe slot (arrival time, packet on the wire) stays 16 bytes (`OnWire`).
         assert_eq!(std::mem::size_of::<(SimTime, OnWire)>(), 16);
     }

@@ -157,36 +157,37 @@ impl Fabric {
     // On a loaded credit link nearly every data packet is answered by a flow-control packet,
     // and its arrival was an event (a quarter of a run's events) although it only raises the
     // sender's FCCL, which matters when the sender next looks at its credits. So where the
-    // sender is a credit device (`FcInbound::lazy`), the packets wait on the control pipe
+    // sender is a credit device (`Port::fc_in_lazy`), the packets wait on the control pipe
     // and the sender takes in those that have arrived each time it looks (`ib_take_fc`); an
     // arrival is an event only where it would wake the sender's device to something
     // (`ib_wait_credits`). "Arrived" is exact: a packet counts if its left-out event would
     // have come before the event being handled (`Scheduler::precedes_current`), so runs are
     // unchanged (checked on every credit-link scenario, session 9).
 
-    /// A flow-control packet for sender port `x` went on the control pipe, arriving at
-    /// `arrive` (`first`: nothing else is on its way to `x`).
+    /// A flow-control packet for sender port `x` went on the control pipe (port `r`'s link,
+    /// `x`'s peer), arriving at `arrive` (`first`: nothing else is on its way to `x`).
     pub(in crate::engine) fn ib_fc_on_its_way<Q: EventQueue<Ev>>(
         &mut self,
         s: &mut Scheduler<Ev, Q>,
         x: u32,
+        r: u32,
         arrive: SimTime,
         first: bool,
     ) {
-        let fi = &mut self.ibs().fc_in[x as usize];
+        let fi = &mut self.ctrl_links[x as usize].fc;
         if first {
             fi.first_at = arrive;
         }
         // One arriving now (a link of no delay) is an event as before: an arrival left out
         // must have been scheduled before its time for `Scheduler::precedes_current`.
         if (arrive >= fi.wake_from || arrive == s.now()) && fi.event_at == SimTime::MAX {
-            self.ib_schedule_fc_arrival(s, x, arrive);
+            self.ib_schedule_fc_arrival(s, x, r, arrive);
         }
     }
 
-    fn ib_schedule_fc_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, at: SimTime) {
-        let r = self.ports[x as usize].peer_port;
-        self.ibs().fc_in[x as usize].event_at = at;
+    /// The arrival at `at` of a flow-control packet for `x` (sent by its peer `r`) is an event.
+    fn ib_schedule_fc_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, r: u32, at: SimTime) {
+        self.ctrl_links[x as usize].fc.event_at = at;
         let o = self.pipe_origin(r);
         s.schedule(at, o, Ev::CtrlArrive(r));
     }
@@ -194,14 +195,15 @@ impl Fabric {
     /// Makes the first flow-control packet on its way to `x` that must wake its device (see
     /// `FcInbound::wake_from`) an event, if none is.
     fn ib_ensure_fc_event<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
-        let fi = self.ibr().fc_in[x as usize];
+        let link = &self.ctrl_links[x as usize];
+        let fi = link.fc;
         if fi.event_at != SimTime::MAX || fi.wake_from == SimTime::MAX {
             return;
         }
-        let r = self.ports[x as usize].peer_port;
-        let at = self.ports[r as usize].ctrl_pipe.times().find(|&t| t >= fi.wake_from);
+        let at = link.pipe.times().find(|&t| t >= fi.wake_from);
         if let Some(at) = at {
-            self.ib_schedule_fc_arrival(s, x, at);
+            let r = self.ports[x as usize].peer_port;
+            self.ib_schedule_fc_arrival(s, x, r, at);
         }
     }
 
@@ -209,19 +211,20 @@ impl Fabric {
     /// are taken in with it, and `x`'s device looks.
     pub(in crate::engine) fn ib_fc_arrival<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
         let now = s.now();
-        self.ibs().fc_in[x as usize].event_at = SimTime::MAX;
-        while self.ibr().fc_in[x as usize].first_at < now {
+        let xu = x as usize;
+        self.ctrl_links[xu].fc.event_at = SimTime::MAX;
+        while self.ctrl_links[xu].fc.first_at < now {
             self.ib_take_one_fc(x);
         }
         debug_assert_eq!(
-            self.ibr().fc_in[x as usize].first_at,
-            now,
+            self.ctrl_links[xu].fc.first_at, now,
             "a flow-control arrival without its packet"
         );
         self.ib_take_one_fc(x);
         // A second one arriving at the same time had its own event, after this one.
-        if self.ibr().fc_in[x as usize].first_at == now {
-            self.ib_schedule_fc_arrival(s, x, now);
+        if self.ctrl_links[xu].fc.first_at == now {
+            let r = self.ports[xu].peer_port;
+            self.ib_schedule_fc_arrival(s, x, r, now);
         }
         self.kick(s, x);
         self.ib_ensure_fc_event(s, x);
@@ -231,7 +234,7 @@ impl Fabric {
     /// until it says so again (`ib_wait_credits`), and takes in what has arrived.
     #[inline]
     pub(in crate::engine) fn ib_device_looks<Q: EventQueue<Ev>>(&mut self, s: &Scheduler<Ev, Q>, x: u32) {
-        self.ibs().fc_in[x as usize].wake_from = SimTime::MAX;
+        self.ctrl_links[x as usize].fc.wake_from = SimTime::MAX;
         self.ib_take_fc(s, x);
     }
 
@@ -239,12 +242,12 @@ impl Fabric {
     /// before any read of `x`'s FCCL.
     #[inline]
     pub(in crate::engine) fn ib_take_fc<Q: EventQueue<Ev>>(&mut self, s: &Scheduler<Ev, Q>, x: u32) {
-        if self.ibr().fc_in[x as usize].first_at > s.now() {
+        let xu = x as usize;
+        if self.ctrl_links[xu].fc.first_at > s.now() {
             return;
         }
-        let o = self.pipe_origin(self.ports[x as usize].peer_port);
-        while self.ibr().fc_in[x as usize].first_at != SimTime::MAX
-            && s.precedes_current(self.ibr().fc_in[x as usize].first_at, o)
+        let o = self.pipe_origin(self.ports[xu].peer_port);
+        while self.ctrl_links[xu].fc.first_at != SimTime::MAX && s.precedes_current(self.ctrl_links[xu].fc.first_at, o)
         {
             self.ib_take_one_fc(x);
         }
@@ -253,14 +256,11 @@ impl Fabric {
     /// Takes the first flow-control packet on its way to `x` off the control pipe and raises
     /// `x`'s FCCL.
     fn ib_take_one_fc(&mut self, x: u32) {
-        let r = self.ports[x as usize].peer_port;
-        let at = self.ibr().fc_in[x as usize].first_at;
-        let pipe = &mut self.ports[r as usize].ctrl_pipe;
-        let frame = pipe.pop_due(at);
-        let next = pipe.head_time().unwrap_or(SimTime::MAX);
+        let link = &mut self.ctrl_links[x as usize];
+        let frame = link.pipe.pop_due(link.fc.first_at);
+        link.fc.first_at = link.pipe.head_time().unwrap_or(SimTime::MAX);
         debug_assert_eq!(frame.kind, PacketKind::FlowControl);
         let ib = self.ibs();
-        ib.fc_in[x as usize].first_at = next;
         let i = ib.ix(x, frame.vl);
         ib.fccl[i] = ib.fccl[i].max(frame.aux);
     }
@@ -274,10 +274,10 @@ impl Fabric {
         x: u32,
         from: SimTime,
     ) {
-        let fi = &mut self.ibs().fc_in[x as usize];
-        if !fi.lazy {
+        if !self.ports[x as usize].fc_in_lazy {
             return;
         }
+        let fi = &mut self.ctrl_links[x as usize].fc;
         fi.wake_from = fi.wake_from.min(from);
         self.ib_ensure_fc_event(s, x);
     }

@@ -132,19 +132,29 @@ pub(super) struct VoqEntry {
     pub(super) ingress: u32,
 }
 
-/// Flow-control packets on their way to one sender port (`credit_link.rs`). Where `lazy`,
-/// their arrival is not an event: the sender takes them in when it next looks at its
-/// credits, and an arrival is an event only while the sender waits for it.
+/// Flow-control packets on their way to one sender port (`credit_link.rs`), where they are
+/// taken in lazily ([`Port::fc_in_lazy`]): their arrival is not an event, the sender takes
+/// them in when it next looks at its credits, and an arrival is an event only while the
+/// sender waits for it. Kept in the [`CtrlLink`] of the link they travel on, beside its pipe.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct FcInbound {
+pub(in crate::engine) struct FcInbound {
     /// Arrival of the first one not yet taken in (`SimTime::MAX`: none on the way).
     pub(super) first_at: SimTime,
-    pub(super) lazy: bool,
     /// A `CtrlArrive` is scheduled for the one arriving then (`SimTime::MAX`: none).
     pub(super) event_at: SimTime,
     /// Those arriving at or after this time must wake the sender's device (`SimTime::MAX`:
     /// none; its last look found nothing an arrival could let go).
     pub(super) wake_from: SimTime,
+}
+
+impl Default for FcInbound {
+    fn default() -> Self {
+        FcInbound {
+            first_at: SimTime::MAX,
+            event_at: SimTime::MAX,
+            wake_from: SimTime::MAX,
+        }
+    }
 }
 
 /// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
@@ -205,8 +215,6 @@ pub struct IbState {
     arb: Vec<VlArbiter>,
     /// VLs whose flow-control packet is queued on this port's transmitter.
     ctrl: Vec<VecDeque<u8>>,
-    /// Flow-control packets on their way to this (sender) port.
-    fc_in: Vec<FcInbound>,
     /// The input buffer (port, vl, blocks) the packet now on this output came from.
     tx_release: Vec<Option<(u32, u8, u32)>>,
     timer_at: Vec<SimTime>,
@@ -320,15 +328,6 @@ impl IbState {
             fc_last_fccl,
             arb: vec![VlArbiter::default(); n],
             ctrl: vec![VecDeque::new(); n],
-            fc_in: vec![
-                FcInbound {
-                    first_at: SimTime::MAX,
-                    lazy: false,
-                    event_at: SimTime::MAX,
-                    wake_from: SimTime::MAX,
-                };
-                n
-            ],
             tx_release: vec![None; n],
             timer_at: vec![SimTime::MAX; n],
             in_blocks: vec![0; n],
@@ -343,17 +342,6 @@ impl IbState {
             pfc_free_blocks: vec![(0, 0); n],
             cfg,
         }
-    }
-
-    /// Flow-control packets to sender port `p` are taken in when it looks (`credit_link.rs`).
-    pub(super) fn set_fc_lazy(&mut self, p: u32) {
-        self.fc_in[p as usize].lazy = true;
-    }
-
-    /// Whether flow-control packets to sender port `p` are taken in when it looks.
-    #[inline]
-    pub(super) fn fc_lazy(&self, p: u32) -> bool {
-        self.fc_in[p as usize].lazy
     }
 
     #[inline]

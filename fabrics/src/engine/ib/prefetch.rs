@@ -7,12 +7,11 @@
 //! stage before brought in (stage 2, the port's own lines, is the engine's).
 
 use super::*;
-use crate::engine::Port;
 use sim_core::{prefetch, prefetch_at};
 
 impl Fabric {
     /// Prefetch for the event on port `p` `stage + 1` events ahead.
-    #[inline]
+    #[inline(always)]
     pub(in crate::engine) fn ib_prefetch(&self, ev: &Ev, p: u32, stage: u8) {
         let (Some(ib), Some(port)) = (self.ib.as_deref(), self.ports.get(p as usize)) else {
             return;
@@ -20,9 +19,7 @@ impl Fabric {
         match ev {
             // Stage 2 reads nothing of the port, whose line it only asks for: a departure
             // elsewhere (a RoCEv2 device's, in a mixed run) just wastes a few prefetches.
-            Ev::TxDone(_) if stage == 2 || port.device == Device::CreditSwitch => {
-                ib.prefetch_departure(self, port, p, stage)
-            }
+            Ev::TxDone(_) if stage == 2 || port.device == Device::CreditSwitch => ib.prefetch_departure(self, p, stage),
             Ev::Arrive(_) if port.peer_device == Device::CreditSwitch && stage == 1 => {
                 // The first lane of the input (the only one on a one-VL fabric, and on the
                 // same line as the others).
@@ -83,7 +80,7 @@ impl IbState {
     /// lane the packet on the wire came from and the pipe of flow-control packets coming
     /// back (stage 1); the head packet and the first of those flow-control packets (stage 0).
     #[inline]
-    fn prefetch_departure(&self, f: &Fabric, port: &Port, p: u32, stage: u8) {
+    fn prefetch_departure(&self, f: &Fabric, p: u32, stage: u8) {
         let pu = p as usize;
         let o = self.ix(p, 0);
         let voq = self.voq_port.get(pu).copied().unwrap_or(false);
@@ -92,7 +89,8 @@ impl IbState {
                 prefetch_at(&self.tx_release, pu);
                 prefetch_at(&self.arb, pu);
                 prefetch_at(&self.ctrl, pu);
-                prefetch_at(&self.fc_in, pu);
+                // The flow-control packets on their way to `p` (taken in when it looks).
+                prefetch_at(&f.ctrl_links, pu);
                 if voq {
                     prefetch_at(&self.voq, o);
                 } else {
@@ -103,19 +101,15 @@ impl IbState {
                 prefetch_at(&self.out_bytes, o);
             }
             1 => {
-                // The flow-control packets on their way to `p` (taken in when it looks).
-                if let Some(back) = f.ports.get(port.peer_port as usize) {
-                    prefetch(&back.ctrl_pipe);
-                }
                 if let Some(&Some((x, vl, _))) = self.tx_release.get(pu) {
                     self.prefetch_input_lane(x, vl);
                     if let Some(port) = f.ports.get(x as usize) {
                         // The flow-control packet advertising the freed space goes on `x`:
-                        // its serializer, counters and control pipe.
+                        // its serializer and counters (its control pipe, at the far end
+                        // named in this line, one stage on).
                         prefetch(&port.busy_until);
                         prefetch(&port.stats.queue_bytes);
                         prefetch(&port.stats.packets_tx);
-                        prefetch(&port.ctrl_pipe);
                     }
                 }
                 if voq && let Some(slot) = self.voq.get(o).and_then(|q| q.front()) {
@@ -127,8 +121,13 @@ impl IbState {
                 }
             }
             _ => {
-                if let Some(slot) = f.ports.get(port.peer_port as usize).and_then(|b| b.ctrl_pipe.head()) {
+                if let Some(slot) = f.ctrl_links.get(pu).and_then(|l| l.pipe.head()) {
                     prefetch(slot);
+                }
+                if let Some(&Some((x, _, _))) = self.tx_release.get(pu)
+                    && let Some(port) = f.ports.get(x as usize)
+                {
+                    prefetch_at(&f.ctrl_links, port.peer_port as usize);
                 }
                 if voq && let Some(e) = self.voq.get(o).and_then(|q| q.front()) {
                     if let Some(pkt) = f.packets.slots_get(e.id) {
@@ -142,8 +141,8 @@ impl IbState {
     }
 
     /// What an arrival routed ahead to output lane (`out`, `vl`) touches there: the output's
-    /// queue and byte counts, its credits and the flow-control packets coming back to it
-    /// (an idle output starts the packet at once). Not the port's own line: stage 0 asks for it
+    /// queue and byte counts and its credits (an idle output starts the packet at once; the
+    /// flow-control packets coming back to it are the engine's `ctrl_links`). Not the port's own line: stage 0 asks for it
     /// too, and reading it here would wait for it.
     #[inline]
     pub(in crate::engine) fn prefetch_out_lane(&self, out: u32, vl: u8) {
@@ -154,7 +153,6 @@ impl IbState {
         prefetch_at(&self.out_bytes, o);
         prefetch_at(&self.fccl, o);
         prefetch_at(&self.stall_since, o);
-        prefetch_at(&self.fc_in, out as usize);
         prefetch_at(&self.arb, out as usize);
     }
 
