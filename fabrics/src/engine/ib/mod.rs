@@ -157,6 +157,41 @@ impl Default for FcInbound {
     }
 }
 
+/// The credit stalls of one egress port-VL: the open one, the total, and the time of the
+/// congestion-tree edge it last added to, kept here while its stalls keep naming the same
+/// downstream port (a permutation at k=32 closes millions of stalls, and adding each to the
+/// edge map was a tree walk of cache misses, 3 % of the run). The map gets an edge's time
+/// when the lane's cause changes; [`IbState::congestion_edges`] adds the ones kept here.
+#[derive(Clone, Copy, Debug)]
+struct StallRec {
+    /// Start of the open stall (`SimTime::MAX`: none).
+    since: SimTime,
+    /// Closed stalls, in total.
+    total_ps: u64,
+    /// Closed stalls of edge (this port, `edge_cause`) not yet in the edge map.
+    edge_ps: u64,
+    /// The port the open stall's downstream head waits for (`u32::MAX`: none, or an HCA).
+    cause: u32,
+    /// The downstream port of the edge `edge_ps` belongs to ([`NO_EDGE`]: none yet).
+    edge_cause: u32,
+}
+
+/// [`StallRec::edge_cause`] before the lane's first stall closes (a cause is a port id or
+/// `u32::MAX`, and port ids stay below 2^24, the scheduler's limit on origins).
+const NO_EDGE: u32 = u32::MAX - 1;
+
+impl Default for StallRec {
+    fn default() -> Self {
+        StallRec {
+            since: SimTime::MAX,
+            total_ps: 0,
+            edge_ps: 0,
+            cause: u32::MAX,
+            edge_cause: NO_EDGE,
+        }
+    }
+}
+
 /// The InfiniBand state of a fabric; arrays indexed by port, or by `port * n_vls + vl`.
 pub struct IbState {
     pub cfg: IbConfig,
@@ -168,9 +203,9 @@ pub struct IbState {
     requests: Vec<VecDeque<u32>>,
     /// Bytes in input buffers of this switch routed to this output VL (its "queue").
     out_bytes: Vec<u64>,
-    stall_since: Vec<SimTime>,
-    stall_cause: Vec<u32>,
-    credit_stall_ps: Vec<u64>,
+    /// Credit stalls of every egress port-VL (one record: a departure reads whether one is
+    /// open, and closing one touches all of it).
+    stalls: Vec<StallRec>,
     mark: Vec<MarkCounter>,
     // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
     // reverse direction of the same link).
@@ -300,9 +335,7 @@ impl IbState {
             fccl,
             requests: vec![VecDeque::new(); n * nv],
             out_bytes: vec![0; n * nv],
-            stall_since: vec![SimTime::MAX; n * nv],
-            stall_cause: vec![u32::MAX; n * nv],
-            credit_stall_ps: vec![0; n * nv],
+            stalls: vec![StallRec::default(); n * nv],
             mark: vec![MarkCounter::default(); n * nv],
             inq: vec![VecDeque::new(); n * nv],
             voq: vec![VecDeque::new(); n * nv],
@@ -371,12 +404,13 @@ impl IbState {
     /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
     pub fn credit_stall(&self, p: u32, vl: u8, now: SimTime) -> Duration {
         let i = self.ix(p, vl);
-        let open = if self.stall_since[i] == SimTime::MAX {
+        let st = &self.stalls[i];
+        let open = if st.since == SimTime::MAX {
             0
         } else {
-            now.ps().saturating_sub(self.stall_since[i].ps())
+            now.ps().saturating_sub(st.since.ps())
         };
-        Duration::from_ps(self.credit_stall_ps[i] + open)
+        Duration::from_ps(st.total_ps + open)
     }
 
     /// Output port `p` has no HOQLife (the crossbars inside servers: NVLink has none).
@@ -386,7 +420,7 @@ impl IbState {
 
     /// A credit stall of (`p`, `vl`) is open.
     fn stall_open(&self, p: u32, vl: u8) -> bool {
-        self.stall_since[self.ix(p, vl)] != SimTime::MAX
+        self.stalls[self.ix(p, vl)].since != SimTime::MAX
     }
 
     /// Port `p`'s timer is armed for `now`.
@@ -417,7 +451,7 @@ impl IbState {
 
     /// Since when output (`p`, `vl`) has been waiting for credits (`None`: not stalled).
     pub fn credit_stall_since(&self, p: u32, vl: u8) -> Option<SimTime> {
-        let t = self.stall_since[self.ix(p, vl)];
+        let t = self.stalls[self.ix(p, vl)].since;
         (t != SimTime::MAX).then_some(t)
     }
 
@@ -434,16 +468,23 @@ impl IbState {
     /// The congestion tree: `(stalled port, port its downstream head waited for, stall ps)`,
     /// longest stall first. A port that shows up only on the right is a root of congestion.
     pub fn congestion_edges(&self) -> Vec<(u32, u32, u64)> {
-        let mut v: Vec<_> = self.stall_edges.iter().map(|(&(a, b), &d)| (a, b, d)).collect();
+        let mut edges = self.stall_edges.clone();
+        for (i, st) in self.stalls.iter().enumerate() {
+            if st.edge_cause != NO_EDGE {
+                *edges.entry(((i / self.nv) as u32, st.edge_cause)).or_insert(0) += st.edge_ps;
+            }
+        }
+        let mut v: Vec<_> = edges.iter().map(|(&(a, b), &d)| (a, b, d)).collect();
         v.sort_by(|x, y| y.2.cmp(&x.2).then((x.0, x.1).cmp(&(y.0, y.1))));
         v
     }
 
     fn stall_begin(&mut self, p: u32, vl: u8, now: SimTime, cause: u32) {
         let i = self.ix(p, vl);
-        if self.stall_since[i] == SimTime::MAX {
-            self.stall_since[i] = now;
-            self.stall_cause[i] = cause;
+        let st = &mut self.stalls[i];
+        if st.since == SimTime::MAX {
+            st.since = now;
+            st.cause = cause;
         }
     }
 
@@ -451,7 +492,7 @@ impl IbState {
     #[inline]
     fn stall_end(&mut self, p: u32, vl: u8, now: SimTime) -> bool {
         let i = self.ix(p, vl);
-        let since = self.stall_since[i];
+        let since = self.stalls[i].since;
         if since == SimTime::MAX {
             return false;
         }
@@ -462,9 +503,17 @@ impl IbState {
     /// Adds the stall of lane `i` (of port `p`) open since `since` to its totals.
     fn close_stall(&mut self, p: u32, i: usize, since: SimTime, now: SimTime) {
         let d = now.ps() - since.ps();
-        self.credit_stall_ps[i] += d;
-        *self.stall_edges.entry((p, self.stall_cause[i])).or_insert(0) += d;
-        self.stall_since[i] = SimTime::MAX;
+        let st = &mut self.stalls[i];
+        st.total_ps += d;
+        st.since = SimTime::MAX;
+        if st.edge_cause != st.cause {
+            // A new edge of the tree for this lane: the last one's time goes to the map.
+            if st.edge_cause != NO_EDGE {
+                *self.stall_edges.entry((p, st.edge_cause)).or_insert(0) += st.edge_ps;
+            }
+            (st.edge_cause, st.edge_ps) = (st.cause, 0);
+        }
+        st.edge_ps += d;
     }
 }
 
@@ -678,5 +727,49 @@ impl IbState {
             .chain(queued)
             .filter(|&id| packets.get(id).kind == PacketKind::Data)
             .count() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn congestion_edges_sum_every_closed_stall_by_cause() {
+        let n = 4;
+        let mut ib = IbState::new(
+            IbConfig::default(),
+            &vec![false; n],
+            &vec![false; n],
+            vec![false; n],
+            &vec![false; n],
+            0,
+            XbarArbitration::default(),
+        );
+        let t = |ns: u64| SimTime(ns * 1_000);
+        // Port 1 stalls on port 3 twice, on port 2, on port 3 again (the edge to 3 is
+        // flushed to the map and then kept again); port 0 once on no one, then stays stalled.
+        for (from, to, cause) in [(0, 10, 3), (20, 25, 3), (30, 40, 2), (50, 51, 3)] {
+            ib.stall_begin(1, 0, t(from), cause);
+            assert!(ib.stall_end(1, 0, t(to)));
+        }
+        ib.stall_begin(0, 0, t(0), u32::MAX);
+        assert!(ib.stall_end(0, 0, t(7)));
+        // Zero-length stalls still name their edge.
+        ib.stall_begin(2, 0, t(5), 1);
+        assert!(ib.stall_end(2, 0, t(5)));
+        ib.stall_begin(0, 0, t(60), 1);
+        assert!(!ib.stall_end(3, 0, t(70)), "no stall open there");
+        assert_eq!(
+            ib.congestion_edges(),
+            vec![(1, 3, 16_000), (1, 2, 10_000), (0, u32::MAX, 7_000), (2, 1, 0)]
+        );
+        assert_eq!(ib.credit_stall(1, 0, t(100)), Duration::from_ps(26_000));
+        assert_eq!(
+            ib.credit_stall(0, 0, t(100)),
+            Duration::from_ps(7_000 + 40_000),
+            "the open one counts"
+        );
+        assert_eq!(ib.credit_stall_since(0, 0), Some(t(60)));
     }
 }

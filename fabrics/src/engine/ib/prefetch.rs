@@ -152,7 +152,7 @@ impl IbState {
         }
         prefetch_at(&self.out_bytes, o);
         prefetch_at(&self.fccl, o);
-        prefetch_at(&self.stall_since, o);
+        prefetch_at(&self.stalls, o);
         prefetch_at(&self.arb, out as usize);
     }
 
