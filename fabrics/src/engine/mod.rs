@@ -162,6 +162,8 @@ pub struct Fabric {
     /// Host index of each node (`u32::MAX` for switches).
     host_of_node: Vec<u32>,
     ports: Vec<Port>,
+    /// Some port routes ahead ([`Port::routed_ahead`]): the route memo is in use.
+    routing_ahead: bool,
     /// Per port: the control side of its link (`port.rs`).
     ctrl_links: Vec<CtrlLink>,
     routes: Routes,
@@ -504,6 +506,7 @@ impl Fabric {
             link_fc,
             host_of_node,
             ports,
+            routing_ahead: false,
             ctrl_links,
             route_memo: route_memo::RouteMemo::new(0),
             candidates: Vec::new(),
@@ -573,6 +576,7 @@ impl Fabric {
                 && !adaptive;
         }
         self.route_memo = route_memo::RouteMemo::new(if ahead { self.flows.len() } else { 0 });
+        self.routing_ahead = self.ports.iter().any(|p| p.routed_ahead);
     }
 
     /// Credit devices' ingress ports on PFC links (a NIC's network side in a RoCEv2 cluster):
@@ -901,6 +905,13 @@ impl Fabric {
             s.schedule(next, o, Ev::Arrive(p));
         }
         let device = self.ports[p as usize].peer_device;
+        if self.routing_ahead {
+            // Its route on from the switch it reaches, wanted when an egress sends it on
+            // (routing it ahead to the next switch from the memo): asked for now, it comes
+            // in while the device takes the packet in.
+            let pk = self.packets.get(id);
+            self.route_memo.prefetch(pk.dst_host, pk.flow_hash);
+        }
         device.arrive(self, s, p, id);
     }
 

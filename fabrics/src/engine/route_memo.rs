@@ -76,6 +76,14 @@ impl RouteMemo {
         }
     }
 
+    /// Asks for the line that would hold the route of `(dst, hash)` (no effect on results).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, _dst: u32, hash: u64) {
+        if let Some(slot) = self.slots.get(hash as usize & self.mask) {
+            sim_core::prefetch(slot);
+        }
+    }
+
     /// The remembered egress at switch `node` of packets to `dst` with flow hash `hash`.
     #[inline(always)]
     pub(super) fn get(&self, node: u32, dst: u32, hash: u64) -> Option<u32> {
