@@ -115,10 +115,6 @@ impl IbState {
                 if voq && let Some(slot) = self.voq.get(o).and_then(|q| q.front()) {
                     prefetch(slot);
                 }
-                // The VL of the flow-control packet it sends first, if one waits.
-                if let Some(vl) = self.ctrl.get(pu).and_then(|q| q.front()) {
-                    prefetch(vl);
-                }
             }
             _ => {
                 if let Some(slot) = f.ctrl_links.get(pu).and_then(|l| l.pipe.head()) {
