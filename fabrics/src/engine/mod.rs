@@ -164,7 +164,7 @@ pub struct Fabric {
     ports: Vec<Port>,
     /// Some port routes ahead ([`Port::routed_ahead`]): the route memo is in use.
     routing_ahead: bool,
-    /// Per port: the control side of its link (`port.rs`).
+    /// Per port: the link-level control frames on their way to it (`port.rs`).
     ctrl_links: Vec<CtrlLink>,
     routes: Routes,
     /// Egress ports of static routes already walked (`route_memo.rs`).
@@ -910,7 +910,7 @@ impl Fabric {
             // (routing it ahead to the next switch from the memo): asked for now, it comes
             // in while the device takes the packet in.
             let pk = self.packets.get(id);
-            self.route_memo.prefetch(pk.dst_host, pk.flow_hash);
+            self.route_memo.prefetch(pk.flow_hash);
         }
         device.arrive(self, s, p, id);
     }

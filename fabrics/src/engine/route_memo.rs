@@ -76,9 +76,10 @@ impl RouteMemo {
         }
     }
 
-    /// Asks for the line that would hold the route of `(dst, hash)` (no effect on results).
+    /// Asks for the line that would hold the routes of flow hash `hash` (the first of its
+    /// pair; no effect on results).
     #[inline(always)]
-    pub(super) fn prefetch(&self, _dst: u32, hash: u64) {
+    pub(super) fn prefetch(&self, hash: u64) {
         if let Some(slot) = self.slots.get(hash as usize & self.mask) {
             sim_core::prefetch(slot);
         }
