@@ -323,6 +323,30 @@ mod tests {
     }
 
     #[test]
+    fn many_entries_for_the_slot_being_drained() {
+        // A lockstep burst: hundreds of entries scheduled for the slot being drained, more
+        // than `late` holds, in an order unrelated to their keys.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (mut w, mut h) = (WheelQueue::new(), HeapQueue::new());
+        for seq in 0..50 {
+            w.push(entry(10 * WIDTH + seq, seq));
+            h.push(entry(10 * WIDTH + seq, seq));
+        }
+        let mut seq = 50;
+        for _ in 0..40 {
+            let e = pop_both(&mut w, &mut h).unwrap();
+            for _ in 0..rng.random_range(0..12) {
+                let t = e.key.time.0 + rng.random_range(0..WIDTH / 4);
+                let s = rng.random_range(0..1_000_000);
+                seq += 1;
+                w.push(entry(t, s * 1_000 + seq));
+                h.push(entry(t, s * 1_000 + seq));
+            }
+        }
+        while pop_both(&mut w, &mut h).is_some() {}
+    }
+
+    #[test]
     fn empty_and_push_back() {
         let mut w = WheelQueue::<u64>::new();
         assert!(w.pop().is_none());
