@@ -76,9 +76,10 @@ impl Fabric {
 
 impl IbState {
     /// What a departure from switch port `p` (`ib_on_txdone`, `ib_switch_try_start`) reads:
-    /// the port's records (stage 2); the head's slot in its virtual output queue, the input
-    /// lane the packet on the wire came from and the pipe of flow-control packets coming
-    /// back (stage 1); the head packet and the first of those flow-control packets (stage 0).
+    /// the port's records and the control link bringing its flow-control packets back
+    /// (stage 2); the head's slot in its virtual output queue and the input lane the packet
+    /// on the wire came from (stage 1); the head packet, the first of those flow-control
+    /// packets and the control link the freed input's advertisement goes on (stage 0).
     #[inline]
     fn prefetch_departure(&self, f: &Fabric, p: u32, stage: u8) {
         let pu = p as usize;
@@ -138,8 +139,8 @@ impl IbState {
 
     /// What an arrival routed ahead to output lane (`out`, `vl`) touches there: the output's
     /// queue and byte counts and its credits (an idle output starts the packet at once; the
-    /// flow-control packets coming back to it are the engine's `ctrl_links`). Not the port's own line: stage 0 asks for it
-    /// too, and reading it here would wait for it.
+    /// engine asks for its `CtrlLink`). Not the port's own line: stage 0 asks for it too,
+    /// and reading it here would wait for it.
     #[inline]
     pub(in crate::engine) fn prefetch_out_lane(&self, out: u32, vl: u8) {
         let o = self.ix(out, vl);
