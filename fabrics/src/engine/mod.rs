@@ -936,9 +936,7 @@ impl Fabric {
         let departure = matches!(ev, Some(Ev::TxDone(_))) && self.roce.is_some();
         match (stage, ev) {
             (2, _) => {
-                prefetch(&port.busy_until);
-                prefetch(&port.queued_bytes);
-                prefetch(&port.stats.queue_bytes);
+                port.prefetch_hot();
                 if matches!(ev, Some(Ev::TxDone(_))) {
                     // An output-queued switch's departure takes the head of this queue.
                     prefetch(&port.queue);
@@ -999,9 +997,7 @@ impl Fabric {
             return;
         };
         if let Some(port) = self.ports.get(out as usize) {
-            prefetch(&port.busy_until);
-            prefetch(&port.queued_bytes);
-            prefetch(&port.stats.queue_bytes);
+            port.prefetch_hot();
         }
         if let Some(ib) = self.ib.as_deref() {
             ib.prefetch_out_lane(out, prio);
