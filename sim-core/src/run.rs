@@ -4,7 +4,7 @@
 //! the model's partial state intact, never a hang and never a panic.
 
 use crate::queue::EventQueue;
-use crate::sched::{Scheduler, SeqHint};
+use crate::sched::Scheduler;
 use crate::time::SimTime;
 use std::ops::ControlFlow;
 
@@ -26,10 +26,9 @@ pub trait Model {
     /// being handled. A model may bring their state into the cache, the farthest first in
     /// the line of what each needs (a software pipeline: what event `k + 1` reads first was
     /// asked for when it was `k + 2` ahead); it must not change anything (the hint can be
-    /// wrong). `seqs` asks for the scheduler's counter of an origin the coming handler will
-    /// schedule from (one random line per event in a large model).
+    /// wrong).
     #[inline]
-    fn prefetch(&self, _upcoming: [Option<&Self::Event>; PREFETCH_AHEAD], _seqs: SeqHint<'_>) {}
+    fn prefetch(&self, _upcoming: [Option<&Self::Event>; PREFETCH_AHEAD]) {}
 
     /// Whether [`Model::prefetch`] does anything in this run, asked once before the first
     /// event: a model that answers `false` costs the loop nothing per event (the call and
@@ -166,7 +165,7 @@ where
             break RunOutcome::EndTime;
         };
         if prefetching {
-            model.prefetch(std::array::from_fn(|k| sched.peek_ahead(k)), sched.seq_hint());
+            model.prefetch(std::array::from_fn(|k| sched.peek_ahead(k)));
         }
         model.handle(sched, ev);
         events += 1;

@@ -1,4 +1,4 @@
-//! The scheduler: one future-event queue plus the current time and per-origin counters.
+//! The scheduler: one future-event queue plus the current time and the sequence counter.
 
 use crate::queue::{Entry, EventQueue, Key, MAX_ORIGINS, SEQ_BITS, WheelQueue};
 use crate::time::{Duration, SimTime};
@@ -7,21 +7,6 @@ use crate::time::{Duration, SimTime};
 /// Same-time events are ordered by origin, then FIFO within one origin (see the crate docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Origin(pub u32);
-
-/// Cache hints for the scheduler's per-origin sequence counters, lent to
-/// [`crate::Model::prefetch`]: no effect on results.
-#[derive(Clone, Copy)]
-pub struct SeqHint<'a>(&'a [u64]);
-
-impl SeqHint<'_> {
-    /// Asks for the line holding `origin`'s counter (out of range: nothing).
-    #[inline(always)]
-    pub fn prefetch(self, origin: Origin) {
-        if let Some(c) = self.0.get(origin.0 as usize) {
-            crate::prefetch(c);
-        }
-    }
-}
 
 /// The scheduler. `E` is the model's small `Copy` event record; `Q` the queue structure.
 pub struct Scheduler<E, Q = WheelQueue<E>> {
@@ -32,8 +17,10 @@ pub struct Scheduler<E, Q = WheelQueue<E>> {
     /// must compare with.
     high_origin: u32,
     queue: Q,
-    /// Next sequence number of each origin.
-    next_seq: Vec<u64>,
+    /// Number of origins the scheduler was built for.
+    n_origins: u32,
+    /// Next sequence number (one counter for every origin: the crate docs, rule 6).
+    next_seq: u64,
     /// Events popped so far.
     n_popped: u64,
     _ev: std::marker::PhantomData<E>,
@@ -52,7 +39,8 @@ impl<E: Copy, Q: EventQueue<E> + Default> Scheduler<E, Q> {
             now: SimTime::ZERO,
             high_origin: 0,
             queue: Q::default(),
-            next_seq: vec![0; n_origins as usize],
+            n_origins,
+            next_seq: 0,
             n_popped: 0,
             _ev: std::marker::PhantomData,
         }
@@ -84,12 +72,6 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
         self.queue.len()
     }
 
-    /// Cache hints for the per-origin counters (see [`SeqHint`]).
-    #[inline(always)]
-    pub fn seq_hint(&self) -> SeqHint<'_> {
-        SeqHint(&self.next_seq)
-    }
-
     /// Events handed out by [`Scheduler::pop`] so far.
     /// A likely upcoming event (see [`EventQueue::peek_ahead`]): for prefetching only.
     #[inline]
@@ -113,15 +95,14 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
         if at < self.now {
             scheduled_in_the_past(at, origin, self.now);
         }
-        let n_origins = self.next_seq.len();
-        let Some(slot) = self.next_seq.get_mut(origin.0 as usize) else {
-            origin_out_of_range(origin, n_origins);
-        };
-        let seq = *slot;
-        if seq >= 1 << SEQ_BITS {
-            sequence_exhausted(origin);
+        if origin.0 >= self.n_origins {
+            origin_out_of_range(origin, self.n_origins);
         }
-        *slot = seq + 1;
+        let seq = self.next_seq;
+        if seq >= 1 << SEQ_BITS {
+            sequence_exhausted();
+        }
+        self.next_seq = seq + 1;
         self.queue.push(Entry {
             key: Key::new(at, origin.0, seq),
             ev,
@@ -189,7 +170,7 @@ fn scheduled_in_the_past(at: SimTime, origin: Origin, now: SimTime) -> ! {
 
 #[cold]
 #[inline(never)]
-fn origin_out_of_range(origin: Origin, n_origins: usize) -> ! {
+fn origin_out_of_range(origin: Origin, n_origins: u32) -> ! {
     panic!(
         "origin {} out of range (scheduler built for {n_origins} origins)",
         origin.0
@@ -198,8 +179,8 @@ fn origin_out_of_range(origin: Origin, n_origins: usize) -> ! {
 
 #[cold]
 #[inline(never)]
-fn sequence_exhausted(origin: Origin) -> ! {
-    panic!("origin {} scheduled 2^40 events", origin.0)
+fn sequence_exhausted() -> ! {
+    panic!("2^40 events scheduled in one run")
 }
 
 #[cfg(test)]

@@ -920,7 +920,7 @@ impl Fabric {
     /// arrival's pipe head slot (its address is in the port line of stage 2), a departure's
     /// queue head slots; 0, the packets those slots name.
     #[inline(always)]
-    fn prefetch_stage(&self, ev: Option<&Ev>, stage: u8, seqs: sim_core::SeqHint<'_>) {
+    fn prefetch_stage(&self, ev: Option<&Ev>, stage: u8) {
         if let Some(&Ev::NicWake(h)) = ev {
             self.ib_prefetch_hca(h, stage);
             return;
@@ -948,10 +948,6 @@ impl Fabric {
                 }
             }
             (1, Some(Ev::TxDone(_))) => {
-                // The counters of the origins a departure schedules from: the port's next
-                // departure and its link's arrival.
-                seqs.prefetch(Origin(p));
-                seqs.prefetch(self.pipe_origin(p));
                 if port.device == Device::OqSwitch
                     && let Some(slot) = port.queue.front()
                 {
@@ -971,11 +967,6 @@ impl Fabric {
                         prefetch(pkt);
                     }
                     self.prefetch_lane(port, *w);
-                    if let Some((out, _)) = w.lane() {
-                        // An idle egress sends the packet at once.
-                        seqs.prefetch(Origin(out));
-                        seqs.prefetch(self.pipe_origin(out));
-                    }
                 }
             }
             _ => {}
@@ -1361,12 +1352,12 @@ impl Model for Fabric {
     /// 256-GPU AllReduce), and two events between stages instead of one (session 10: 3 %
     /// slower on the k=16 RoCEv2 mirror).
     #[inline]
-    fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD], seqs: sim_core::SeqHint<'_>) {
+    fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
         // link-hop more).
-        self.prefetch_stage(upcoming[2], 2, seqs);
-        self.prefetch_stage(upcoming[1], 1, seqs);
-        self.prefetch_stage(upcoming[0], 0, seqs);
+        self.prefetch_stage(upcoming[2], 2);
+        self.prefetch_stage(upcoming[1], 1);
+        self.prefetch_stage(upcoming[0], 0);
     }
 
     /// Only on fabrics whose per-port state outgrows the caches.

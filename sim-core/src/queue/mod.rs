@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 
 /// Total order of scheduled events: `(time, origin, seq)`, see the crate docs for the rules.
 ///
-/// `origin` and `seq` are packed into one `u64` (origin in the high 24 bits, the origin's own
+/// `origin` and `seq` are packed into one `u64` (origin in the high 24 bits, the scheduler's
 /// sequence number in the low 40 bits) so that a key is 16 bytes and compares in two steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {
@@ -29,7 +29,7 @@ pub struct Key {
     pub origin_seq: u64,
 }
 
-/// Number of bits of [`Key::origin_seq`] that hold the per-origin sequence number.
+/// Number of bits of [`Key::origin_seq`] that hold the sequence number.
 pub const SEQ_BITS: u32 = 40;
 /// Largest number of distinct origins a scheduler supports (2^24).
 pub const MAX_ORIGINS: u32 = 1 << (64 - SEQ_BITS);
