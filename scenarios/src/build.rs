@@ -51,6 +51,10 @@ pub const DEFAULT_ETHERNET_RTO: Duration = Duration::from_us(320);
 pub const MAX_WORKLOADS: usize = 4096;
 /// Largest InfiniBand VL buffer, in credits (16 MiB).
 pub const MAX_IB_BUFFER_BLOCKS: u64 = 1 << 18;
+/// Largest event budget (`run.max_events`): 2^39, half the scheduler's sequence numbers
+/// (one per event scheduled, `sim_core::queue::SEQ_BITS`), so a run within it never runs
+/// out of them (over a week of wall time at today's speed).
+pub const MAX_EVENTS_LIMIT: u64 = 1 << (sim_core::queue::SEQ_BITS - 1);
 /// Longest simulated time a scenario may ask for (an hour).
 pub const MAX_END_TIME: Duration = Duration::from_ms(3_600_000);
 /// Longest one-way link propagation delay (1 s, 200,000 km of fibre at 5 ns/m): beyond it the
@@ -322,8 +326,14 @@ impl Loaded {
             ));
         }
         self.check_output()?;
-        if sc.run.max_events == 0 {
-            return Err(self.err("run.max_events", "expected at least 1 event"));
+        if sc.run.max_events == 0 || sc.run.max_events > MAX_EVENTS_LIMIT {
+            return Err(self.err(
+                "run.max_events",
+                format!(
+                    "expected at least 1 event and at most {MAX_EVENTS_LIMIT}, got {}",
+                    sc.run.max_events
+                ),
+            ));
         }
         if sc.run.wall_clock_s == 0 {
             return Err(self.err("run.wall_clock_s", "expected at least 1 second"));

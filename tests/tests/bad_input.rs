@@ -937,6 +937,11 @@ fn bad_run_limits() {
         .at(pos(&text, "max_events = 0", "0"))
         .field("run.max_events")
         .says(&["at least 1 event"]);
+    let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nmax_events = 549755813889");
+    invalid("events_many.toml", &text)
+        .at(pos(&text, "max_events = 549755813889", "549755813889"))
+        .field("run.max_events")
+        .says(&["at most 549755813888", "got 549755813889"]);
     let text = edit("end_time = \"1ms\"", "end_time = \"1ms\"\nwall_clock_s = 0");
     invalid("wall0.toml", &text)
         .at(pos(&text, "wall_clock_s = 0", "0"))
