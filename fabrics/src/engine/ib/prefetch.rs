@@ -108,9 +108,7 @@ impl IbState {
                         // The flow-control packet advertising the freed space goes on `x`:
                         // its serializer and counters (its control pipe, at the far end
                         // named in this line, one stage on).
-                        prefetch(&port.busy_until);
-                        prefetch(&port.stats.queue_bytes);
-                        prefetch(&port.stats.packets_tx);
+                        port.prefetch_hot();
                     }
                 }
                 if voq && let Some(slot) = self.voq.get(o).and_then(|q| q.front()) {
