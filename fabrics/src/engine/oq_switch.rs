@@ -56,6 +56,11 @@ impl Fabric {
         }
         let port = &mut self.ports[p as usize];
         port.queue.pop_front();
+        if let Some(next) = port.queue.front().and_then(|&n| self.packets.slots_get(n)) {
+            // The next head, a serialization ahead (`roce_switch_pick` says why).
+            sim_core::prefetch(next);
+        }
+        let port = &mut self.ports[p as usize];
         port.queued_bytes -= wire as u64;
         let queued = port.queued_bytes;
         port.stats.queue_bytes.set(now, queued);

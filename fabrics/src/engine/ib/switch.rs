@@ -222,6 +222,12 @@ impl Fabric {
             self.xbar_granted(p, vl, x, now);
             let ib = self.ibs();
             ib.voq[o].remove(k).expect("ready VL has a packet");
+            let next = ib.voq[o].front().map(|e| e.id);
+            if let Some(pkt) = next.and_then(|n| self.packets.slots_get(n)) {
+                // The queue's next oldest, a serialization ahead (`roce_switch_pick` says why).
+                sim_core::prefetch(pkt);
+            }
+            let ib = self.ibs();
             let i = ib.ix(x, vl);
             ib.voq_unvote(i, p);
             if k == 0 {

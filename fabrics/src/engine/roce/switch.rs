@@ -229,9 +229,17 @@ impl Fabric {
         let r = self.rs();
         let i = RoceState::ix(p, prio);
         let QueuedPacket { id, ingress: x } = r.q[i].ids.pop_front().expect("picked queue has a packet");
+        let next_head = r.q[i].ids.front().map(|q| q.id);
         if r.q[i].ids.is_empty() {
             r.q[i].deficit = 0;
             r.nonempty[p as usize] &= !(1 << prio);
+        }
+        if let Some(pkt) = next_head.and_then(|n| self.packets.slots_get(n)) {
+            // The queue's next head leaves no earlier than this packet's serialization from
+            // now: asked for already, it has that long to come in from memory, where the
+            // pipeline's own request, an event ahead, is too late for a packet that waited in
+            // a deep queue (the incast's departures waited on it for half their time).
+            sim_core::prefetch(pkt);
         }
         let pkt = *self.packets.get(id);
         let wire = pkt.wire_bytes as u64;
