@@ -89,7 +89,7 @@ impl Fabric {
     pub(in crate::engine) fn ib_voq_new_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) {
         let ib = self.ibs();
         let o = ib.ix(p, vl);
-        let Some(life) = ib.hoq_of_out[p as usize] else { return };
+        let Some(life) = ib.hoq_of_out(p) else { return };
         if ib.voq[o].is_empty() {
             ib.voq_deadline[o] = SimTime::MAX;
             return;

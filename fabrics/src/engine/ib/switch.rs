@@ -103,7 +103,7 @@ impl Fabric {
         let ib = self.ibs();
         let o = ib.ix(out, vl);
         ib.requests[o].push_back(x);
-        let deadline = match ib.hoq_of_out[out as usize] {
+        let deadline = match ib.hoq_of_out(out) {
             Some(life) => now + life,
             None => SimTime::MAX,
         };
