@@ -19,6 +19,21 @@ impl Fabric {
     /// Searches for a cycle of paused (egress port, priority) pairs reachable from the port
     /// that port `x` (refreshing a PAUSE) holds paused.
     pub(in crate::engine) fn roce_check_deadlock(&mut self, now: SimTime, x: u32) {
+        // A cycle of the search's relation is one of paused ports between switches: while
+        // those form none, no search can find one (an incast refreshes its PAUSEs tens of
+        // thousands of times over a tree of paused ports: the searches were a ninth of its
+        // run). A flag that a new pause may have closed a cycle is cleared here once none is.
+        let mut flagged = self.rr().pause_maybe_cyclic;
+        while flagged != 0 {
+            let prio = flagged.trailing_zeros() as u8;
+            flagged &= flagged - 1;
+            if !self.roce_paused_cycle_exists(prio) {
+                self.rs().pause_maybe_cyclic &= !(1 << prio);
+            }
+        }
+        if self.rr().pause_maybe_cyclic == 0 {
+            return;
+        }
         let mut done = std::mem::take(&mut self.rs().search_done);
         // First without looking into the queues: a cycle of the exact dependency is also one
         // of this coarser relation (paused ports of consecutive nodes), whose edges cost a
@@ -106,7 +121,102 @@ impl Fabric {
     }
 }
 
-/// A set of ports cleared in O(1): a port is in it when its stamp is the current one. The
+impl Fabric {
+    /// A pause of priority `prio` began on port `x`: the paused ports of `prio` between
+    /// switches gained the edge node(`x`) -> peer(`x`). If the peer reaches `x`'s node over
+    /// paused ports, the edge closes a cycle, and deadlock searches may find one again.
+    pub(in crate::engine) fn roce_pause_began(&mut self, x: u32, prio: u8) {
+        let r = self.rr();
+        if !r.cfg.deadlock_detection || r.pause_maybe_cyclic & (1 << prio) != 0 {
+            return;
+        }
+        let port = &self.ports[x as usize];
+        let (from, to) = (port.node, port.peer_node);
+        if self.device[from as usize] != Device::RoceSwitch || self.device[to as usize] != Device::RoceSwitch {
+            return; // a host is on no cycle
+        }
+        let mut seen = std::mem::take(&mut self.rs().nodes_seen);
+        let mut stack = std::mem::take(&mut self.rs().node_stack);
+        seen.clear();
+        stack.clear();
+        stack.push(to);
+        seen.insert(to);
+        let mut closes = false;
+        while let Some(n) = stack.pop() {
+            if n == from {
+                closes = true;
+                break;
+            }
+            self.roce_paused_successors(n, prio, |m| {
+                if !seen.contains(m) {
+                    seen.insert(m);
+                    stack.push(m);
+                }
+            });
+        }
+        let r = self.rs();
+        r.nodes_seen = seen;
+        r.node_stack = stack;
+        if closes {
+            r.pause_maybe_cyclic |= 1 << prio;
+        }
+    }
+
+    /// Calls `f` with the switch at the far end of each port of switch `node` paused on
+    /// `prio`: the node's successors over paused ports.
+    fn roce_paused_successors(&self, node: u32, prio: u8, mut f: impl FnMut(u32)) {
+        let r = self.rr();
+        let (base, end) = (self.port_base[node as usize], self.port_base[node as usize + 1]);
+        for p in r.paused_ports(node, base, end - base, prio) {
+            let peer = self.ports[p as usize].peer_node;
+            if self.device[peer as usize] == Device::RoceSwitch {
+                f(peer);
+            }
+        }
+    }
+
+    /// Whether the paused ports of `prio` between switches form a cycle (a depth-first
+    /// search over every switch; run only while a new pause may have closed one).
+    fn roce_paused_cycle_exists(&mut self, prio: u8) -> bool {
+        const NEW: u8 = 0;
+        const ON_PATH: u8 = 1;
+        const DONE: u8 = 2;
+        let n_nodes = self.device.len();
+        let mut state = vec![NEW; n_nodes];
+        let mut succ: Vec<u32> = Vec::new();
+        // The path: (node, its successors not yet followed).
+        let mut path: Vec<(u32, Vec<u32>)> = Vec::new();
+        for root in 0..n_nodes as u32 {
+            if state[root as usize] != NEW || self.device[root as usize] != Device::RoceSwitch {
+                continue;
+            }
+            state[root as usize] = ON_PATH;
+            succ.clear();
+            self.roce_paused_successors(root, prio, |m| succ.push(m));
+            path.push((root, succ.clone()));
+            while let Some((node, next)) = path.last_mut() {
+                let Some(m) = next.pop() else {
+                    state[*node as usize] = DONE;
+                    path.pop();
+                    continue;
+                };
+                match state[m as usize] {
+                    ON_PATH => return true,
+                    DONE => {}
+                    _ => {
+                        state[m as usize] = ON_PATH;
+                        succ.clear();
+                        self.roce_paused_successors(m, prio, |k| succ.push(k));
+                        path.push((m, succ.clone()));
+                    }
+                }
+            }
+        }
+        false
+    }
+}
+
+/// A set of ports (or nodes) cleared in O(1): one is in it when its stamp is the current one. The
 /// deadlock search runs at every PAUSE refresh and reaches a few of the fabric's ports;
 /// allocating and zeroing a flag per port for each search was half of a 512 -> 1 incast's
 /// instructions, and a tree set of the visited ports a fifth of its time.
@@ -146,6 +256,86 @@ impl Visited {
 #[cfg(test)]
 mod tests {
     use super::Visited;
+    use crate::engine::{Device, EngineConfig, Fabric, RoceConfig};
+    use crate::routing::Routes;
+    use crate::topology::{LinkInfo, LinkKind, fat_tree};
+    use sim_core::{BitsPerSec, Duration, SimTime};
+
+    /// The flag that lets refreshes skip the deadlock search keeps its promise: whenever it
+    /// is clear, the paused ports between switches form no cycle (checked against a
+    /// transitive closure of the paused graph), under random pauses beginning and ending on
+    /// a k=4 fat-tree, where up and down ports paused together close cycles often.
+    #[test]
+    fn a_clear_cycle_flag_means_no_cycle_of_paused_ports() {
+        let link = LinkInfo {
+            rate: BitsPerSec::from_gbps(100),
+            delay: Duration::from_ns(500),
+            kind: LinkKind::Network,
+        };
+        let topo = fat_tree::build(4, link, link).expect("a k=4 fat-tree");
+        let cfg = EngineConfig {
+            roce: Some(RoceConfig::default()),
+            ..Default::default()
+        };
+        let mut f = Fabric::new(&topo, Routes::ecmp(&topo), cfg, Vec::new()).expect("valid engine inputs");
+        let switch_ports: Vec<u32> = (0..f.ports.len() as u32)
+            .filter(|&p| f.device[f.ports[p as usize].node as usize] == Device::RoceSwitch)
+            .collect();
+        let n_nodes = f.device.len();
+        let mut rng = sim_core::RngStreams::new(11).stream(0);
+        let prio = 3u8;
+        let (mut flagged, mut cyclic_seen) = (0, 0);
+        for step in 0..4_000u32 {
+            let p = switch_ports[(rand::Rng::next_u64(&mut rng) % switch_ports.len() as u64) as usize];
+            let r = f.rs();
+            let i = super::RoceState::ix(p, prio);
+            if r.paused_by[i] == u32::MAX {
+                r.paused_by[i] = 0;
+                r.set_paused(p, prio, true);
+                r.paused_since[i] = SimTime::ZERO;
+                f.roce_pause_began(p, prio);
+            } else {
+                r.close_pause(p, prio, SimTime::ZERO);
+            }
+            // Every few steps the search's own re-check runs, clearing the flag if it can.
+            if step % 7 == 0 && f.rr().pause_maybe_cyclic & (1 << prio) != 0 && !f.roce_paused_cycle_exists(prio) {
+                f.rs().pause_maybe_cyclic &= !(1 << prio);
+            }
+            // Brute force: node reachability over paused ports between switches.
+            let mut reach = vec![vec![false; n_nodes]; n_nodes];
+            for &q in &switch_ports {
+                let port = &f.ports[q as usize];
+                if f.rr().paused_mask[q as usize] & (1 << prio) != 0
+                    && f.device[port.peer_node as usize] == Device::RoceSwitch
+                {
+                    reach[port.node as usize][port.peer_node as usize] = true;
+                }
+            }
+            for k in 0..n_nodes {
+                let via = reach[k].clone();
+                for row in reach.iter_mut() {
+                    if row[k] {
+                        for (to, &r) in row.iter_mut().zip(&via) {
+                            *to |= r;
+                        }
+                    }
+                }
+            }
+            let cyclic = (0..n_nodes).any(|a| reach[a][a]);
+            assert_eq!(f.roce_paused_cycle_exists(prio), cyclic, "step {step}");
+            if f.rr().pause_maybe_cyclic & (1 << prio) == 0 {
+                assert!(!cyclic, "step {step}: a cycle of paused ports with the flag clear");
+            } else {
+                flagged += 1;
+            }
+            cyclic_seen += cyclic as u32;
+        }
+        // The walk sees both states, so both branches above were exercised.
+        assert!(
+            cyclic_seen > 100 && flagged > cyclic_seen / 2,
+            "{cyclic_seen} {flagged}"
+        );
+    }
 
     #[test]
     fn visited_ports_are_forgotten_at_clear_and_across_the_stamp_wrap() {

@@ -165,6 +165,13 @@ pub struct RoceState {
     port_node_local: Vec<(u32, u32)>,
     /// The deadlock search's set of explored ports, kept between searches (`deadlock.rs`).
     search_done: deadlock::Visited,
+    /// Bit `prio` clear: the paused ports of `prio` between switches form no cycle, so no
+    /// deadlock search can find one and refreshes skip it (`deadlock.rs`).
+    pause_maybe_cyclic: u8,
+    /// Nodes reached by the cycle check of a new pause (`deadlock.rs`).
+    nodes_seen: deadlock::Visited,
+    /// Scratch stack of that check.
+    node_stack: Vec<u32>,
     /// Wire bytes of a CNP and of an ACK/NACK.
     ctrl_wire: (u32, u32),
     /// Highest byte offset each flow has sent (below it, a send is a retransmission).
@@ -554,6 +561,9 @@ impl Fabric {
                 .map(|(p, port)| (port.node, p as u32 - self.port_base[port.node as usize]))
                 .collect(),
             search_done: deadlock::Visited::new(n_ports),
+            pause_maybe_cyclic: 0,
+            nodes_seen: deadlock::Visited::new(n_nodes),
+            node_stack: Vec::new(),
             ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
             sent_high: vec![0; n_flows],
             rewound_to: vec![u64::MAX; n_flows],

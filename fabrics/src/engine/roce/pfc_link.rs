@@ -180,6 +180,7 @@ impl Fabric {
         let switch_port = self.device[self.ports[x as usize].node as usize] == Device::RoceSwitch;
         let r = self.rs();
         let resumed = r.pfc_rx[x as usize].on_frame(now, frame);
+        let mut began = 0u8;
         for prio in 0..NP as u8 {
             let Some(q) = frame.get(prio) else { continue };
             r.port_stats[x as usize].pfc_rx[prio as usize] += 1;
@@ -188,6 +189,7 @@ impl Fabric {
                 if r.paused_by[i] == u32::MAX {
                     r.paused_by[i] = from;
                     r.set_paused(x, prio, true);
+                    began |= 1 << prio;
                     r.paused_since[i] = now;
                     if let Some(wd) = r.watchdog.get_mut(x as usize)
                         && switch_port
@@ -199,6 +201,12 @@ impl Fabric {
                 r.close_pause(x, prio, now);
             }
         }
+        while began != 0 {
+            let prio = began.trailing_zeros() as u8;
+            began &= began - 1;
+            self.roce_pause_began(x, prio);
+        }
+        let r = self.rs();
         if let Some(t) = r.pfc_rx[x as usize].next_expiry(now) {
             self.roce_arm_timer(s, x, t);
         }
