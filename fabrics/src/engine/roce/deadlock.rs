@@ -176,8 +176,10 @@ impl Fabric {
     }
 
     /// Whether the paused ports of `prio` between switches form a cycle (a depth-first
-    /// search over every switch; run only while a new pause may have closed one).
-    fn roce_paused_cycle_exists(&mut self, prio: u8) -> bool {
+    /// search over every switch; run at a refresh only while a new pause may have closed one,
+    /// so a fabric whose paused ports keep a cycle pays this walk at each refresh until the
+    /// search finds its deadlock or the cycle opens).
+    fn roce_paused_cycle_exists(&self, prio: u8) -> bool {
         const NEW: u8 = 0;
         const ON_PATH: u8 = 1;
         const DONE: u8 = 2;
