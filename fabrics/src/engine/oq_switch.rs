@@ -22,9 +22,13 @@ impl DeviceModel for OqSwitch {
         let (node, in_port, routed_ahead) = (port.peer_node, port.peer_port, port.routed_ahead);
         let pkt = f.packets.get_mut(id);
         pkt.ingress_port = in_port;
-        let (dst, hash, ahead) = (pkt.dst_host, pkt.flow_hash, pkt.next_port);
+        let ahead = pkt.next_port;
         // Routed when it was put on the link (`Fabric::route_ahead`), unless by load or on a small fabric.
-        let out = if routed_ahead { ahead } else { f.route(node, dst, hash) };
+        let out = if routed_ahead {
+            ahead
+        } else {
+            f.route_packet(node, id, false)
+        };
         f.enqueue(s, out, id);
     }
 

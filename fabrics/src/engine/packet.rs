@@ -56,6 +56,8 @@ pub struct Packet {
     pub vl: u8,
     /// Congestion-experienced mark (ECN CE / IB FECN).
     pub marked: bool,
+    /// Switches that have routed it so far: its place on its flow's path (`Fabric::path_cache`).
+    pub hop: u8,
 }
 
 impl Packet {
@@ -77,6 +79,7 @@ impl Packet {
             index: 0,
             vl: 0,
             marked: false,
+            hop: 0,
         }
     }
 }
