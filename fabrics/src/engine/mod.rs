@@ -76,6 +76,9 @@ use std::collections::VecDeque;
 /// Switches of a flow's path kept in [`Fabric::path_cache`] (a fat-tree path has at most 5;
 /// two directions of 8 make a flow's entry one cache line).
 const PATH_HOPS: usize = 8;
+/// Largest workload whose flows keep their paths (64 bytes each, 256 MiB at most); a larger
+/// one routes every hop by the tables, as it costs a flow's other records several times over.
+const MAX_PATH_FLOWS: usize = 4 << 20;
 
 /// The engine's event record: 8 bytes, ids into the engine's arrays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -591,7 +594,7 @@ impl Fabric {
         }
         self.route_memo = route_memo::RouteMemo::new(if ahead { self.flows.len() } else { 0 });
         self.routing_ahead = self.ports.iter().any(|p| p.routed_ahead);
-        self.path_cache = if adaptive {
+        self.path_cache = if adaptive || self.flows.len() > MAX_PATH_FLOWS {
             Vec::new()
         } else {
             vec![u32::MAX; self.flows.len() * 2 * PATH_HOPS]
