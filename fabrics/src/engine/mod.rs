@@ -47,7 +47,6 @@ mod packet;
 mod port;
 mod results;
 mod roce;
-mod route_memo;
 
 pub use capture::{Capture, CapturedPacket, MAX_CAPTURED_PACKETS};
 pub use config::*;
@@ -176,8 +175,6 @@ pub struct Fabric {
     /// Per port: the link-level control frames on their way to it (`port.rs`).
     ctrl_links: Vec<CtrlLink>,
     routes: Routes,
-    /// Egress ports of static routes already walked (`route_memo.rs`).
-    route_memo: route_memo::RouteMemo,
     /// Per flow, its path: the egress port at each of its first `PATH_HOPS` switches, for its
     /// data (first half) and for the ACKs, NACKs and CNPs going back (second half), `u32::MAX`
     /// until a packet has been routed there. Where a switch routes by a function of the packet
@@ -524,7 +521,6 @@ impl Fabric {
             ports,
             routing_ahead: false,
             ctrl_links,
-            route_memo: route_memo::RouteMemo::new(0),
             path_cache: Vec::new(),
             candidates: Vec::new(),
             prefetch_min_ports: PREFETCH_MIN_PORTS,
@@ -592,7 +588,6 @@ impl Fabric {
                 && !self.spray[node]
                 && !adaptive;
         }
-        self.route_memo = route_memo::RouteMemo::new(if ahead { self.flows.len() } else { 0 });
         self.routing_ahead = self.ports.iter().any(|p| p.routed_ahead);
         self.path_cache = if adaptive || self.flows.len() > MAX_PATH_FLOWS {
             Vec::new()
@@ -929,15 +924,10 @@ impl Fabric {
         let device = self.ports[p as usize].peer_device;
         if self.routing_ahead {
             // Its route on from the switch it reaches, wanted when an egress sends it on
-            // (routing it ahead to the next switch from its flow's path, else from the memo):
-            // asked for now, it comes in while the device takes the packet in.
-            let pk = self.packets.get(id);
-            let line = pk.flow as usize * 2 * PATH_HOPS;
-            if line < self.path_cache.len() {
-                prefetch_at(&self.path_cache, line);
-            } else {
-                self.route_memo.prefetch(pk.flow_hash);
-            }
+            // (routing it ahead to the next switch from its flow's path): asked for now, it
+            // comes in while the device takes the packet in.
+            let flow = self.packets.get(id).flow as usize;
+            prefetch_at(&self.path_cache, flow * 2 * PATH_HOPS);
         }
         device.arrive(self, s, p, id);
     }
@@ -1037,36 +1027,19 @@ impl Fabric {
             return OnWire::new(id, NO_LANE, 0);
         }
         let node = port.peer_node;
-        let egress = self.route_packet(node, id, true);
+        let egress = self.route_packet(node, id);
         let pk = self.packets.get_mut(id);
         pk.next_port = egress;
         OnWire::new(id, egress, pk.vl)
     }
 
-    /// The egress port of packets to `dst` with flow hash `hash` at switch `node`, for a
-    /// packet about to go on a link towards it ([`Port::routed_ahead`]: the switch routes by a
-    /// function of the packet alone, ECMP or D-mod-k, not by load). The same egress as
-    /// routing on arrival, since the tables do not change during a run; from the memo of
-    /// routes walked (`route_memo.rs`) when it has it.
+    /// The egress port switch `node` sends packet `id` on, the packet's next routing step
+    /// (on its arrival, or ahead of it, [`Fabric::route_ahead`]): from its flow's path where
+    /// the switch routes by a function of the packet alone, otherwise by [`Fabric::route`].
+    /// The path's entry is used only if it is a port of `node`: where a switch earlier on the
+    /// path chose by load, packets of one flow reach different switches at the same hop.
     #[inline(always)]
-    fn egress_ahead(&mut self, node: u32, dst: u32, hash: u64) -> u32 {
-        match self.route_memo.get(node, dst, hash) {
-            Some(out) => out,
-            None => {
-                let out = self.route(node, dst, hash);
-                self.route_memo.remember(node, dst, hash, out);
-                out
-            }
-        }
-    }
-
-    /// The egress port switch `node` sends packet `id` on, the packet's next routing step:
-    /// from its flow's path where the switch routes by a function of the packet alone,
-    /// otherwise by [`Fabric::route`] (from the route memo when `ahead`, routing ahead of the
-    /// switch: [`Fabric::egress_ahead`]). The path's entry is used only if it is a port of
-    /// `node`, so a path that changed would be walked again, never followed blindly.
-    #[inline(always)]
-    fn route_packet(&mut self, node: u32, id: u32, ahead: bool) -> u32 {
+    fn route_packet(&mut self, node: u32, id: u32) -> u32 {
         let pk = self.packets.get_mut(id);
         let (flow, dst, hash, hop) = (pk.flow, pk.dst_host, pk.flow_hash, pk.hop);
         let back = pk.kind != PacketKind::Data;
@@ -1080,11 +1053,7 @@ impl Fabric {
                 return out;
             }
         }
-        let out = if ahead {
-            self.egress_ahead(node, dst, hash)
-        } else {
-            self.route(node, dst, hash)
-        };
+        let out = self.route(node, dst, hash);
         if cacheable {
             self.path_cache[slot] = out;
         }
@@ -1120,20 +1089,14 @@ impl Fabric {
         base + hops[pick] as u32
     }
 
-    /// [`Fabric::route`] on an InfiniBand fabric, where adaptive routing also weighs the
-    /// credits outstanding on virtual lane `vl`.
-    fn route_ib<Q: EventQueue<Ev>>(
-        &mut self,
-        s: &Scheduler<Ev, Q>,
-        node: u32,
-        dst: u32,
-        flow_hash: u64,
-        vl: u8,
-        packet_index: u32,
-    ) -> u32 {
+    /// [`Fabric::route_packet`] on an InfiniBand fabric, where adaptive routing also weighs
+    /// the credits outstanding on packet `id`'s virtual lane.
+    fn route_ib<Q: EventQueue<Ev>>(&mut self, s: &Scheduler<Ev, Q>, node: u32, id: u32) -> u32 {
         if self.cfg.route_pick != RoutePick::Adaptive && !self.spray[node as usize] {
-            return self.route(node, dst, flow_hash);
+            return self.route_packet(node, id);
         }
+        let pk = self.packets.get(id);
+        let (dst, flow_hash, vl, packet_index) = (pk.dst_host, pk.flow_hash, pk.vl, pk.index);
         let hops = self.routes.next_hops(node, dst);
         let base = self.port_base[node as usize];
         if hops.len() == 1 {

@@ -24,11 +24,7 @@ impl DeviceModel for OqSwitch {
         pkt.ingress_port = in_port;
         let ahead = pkt.next_port;
         // Routed when it was put on the link (`Fabric::route_ahead`), unless by load or on a small fabric.
-        let out = if routed_ahead {
-            ahead
-        } else {
-            f.route_packet(node, id, false)
-        };
+        let out = if routed_ahead { ahead } else { f.route_packet(node, id) };
         f.enqueue(s, out, id);
     }
 

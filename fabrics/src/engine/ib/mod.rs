@@ -685,10 +685,8 @@ impl Fabric {
         // Routed when it was put on the link (`Fabric::route_ahead`) where routing is static.
         let out = if self.ports[p as usize].routed_ahead {
             pkt.next_port
-        } else if self.cfg.route_pick != super::RoutePick::Adaptive && !self.spray[node as usize] {
-            self.route_packet(node, id, false)
         } else {
-            self.route_ib(s, node, pkt.dst_host, pkt.flow_hash, vl, pkt.index)
+            self.route_ib(s, node, id)
         };
         let fc = self.link_fc[x as usize];
         if fc == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {

@@ -710,7 +710,7 @@ impl Fabric {
         let out = if routed_ahead {
             pkt.next_port
         } else {
-            self.route_packet(node, id, false)
+            self.route_packet(node, id)
         };
         let prio = pkt.vl;
         if self.rr().storm.get(RoceState::ix(out, prio)).is_some_and(|&b| b) {
