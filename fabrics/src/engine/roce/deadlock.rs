@@ -185,7 +185,11 @@ impl Fabric {
         const DONE: u8 = 2;
         let n_nodes = self.device.len();
         let mut state = vec![NEW; n_nodes];
-        let mut succ: Vec<u32> = Vec::new();
+        let successors = |n: u32| {
+            let mut next = Vec::new();
+            self.roce_paused_successors(n, prio, |m| next.push(m));
+            next
+        };
         // The path: (node, its successors not yet followed).
         let mut path: Vec<(u32, Vec<u32>)> = Vec::new();
         for root in 0..n_nodes as u32 {
@@ -193,9 +197,7 @@ impl Fabric {
                 continue;
             }
             state[root as usize] = ON_PATH;
-            succ.clear();
-            self.roce_paused_successors(root, prio, |m| succ.push(m));
-            path.push((root, succ.clone()));
+            path.push((root, successors(root)));
             while let Some((node, next)) = path.last_mut() {
                 let Some(m) = next.pop() else {
                     state[*node as usize] = DONE;
@@ -207,9 +209,7 @@ impl Fabric {
                     DONE => {}
                     _ => {
                         state[m as usize] = ON_PATH;
-                        succ.clear();
-                        self.roce_paused_successors(m, prio, |k| succ.push(k));
-                        path.push((m, succ.clone()));
+                        path.push((m, successors(m)));
                     }
                 }
             }
