@@ -277,6 +277,10 @@ pub struct SharedBuffer {
     /// Size of the shared pool: total − Σreserve − Σheadroom.
     shared_pool: u64,
     drops: [u64; 3],
+    /// The configuration's lossless and lossy priorities, copied here: every admission and
+    /// release checks them, and the configuration's accessors cost 20 instructions a hop.
+    lossless_mask: u8,
+    active_mask: u8,
 }
 
 impl SharedBuffer {
@@ -292,6 +296,8 @@ impl SharedBuffer {
             held_bytes: 0,
             shared_used: 0,
             drops: [0; 3],
+            lossless_mask: cfg.lossless_mask,
+            active_mask: cfg.active_mask(),
             cfg,
         }
     }
@@ -300,24 +306,16 @@ impl SharedBuffer {
         &self.cfg
     }
 
-    /// Index of (port, priority) in the per-(port, priority) arrays, checked: the port in
-    /// range, the priority one this buffer runs. For the public accessors and at the entry of
-    /// every operation ([`SharedBuffer::admit`], [`SharedBuffer::release`]).
+    /// Index of (port, priority) in the per-(port, priority) arrays, checked: the priority one
+    /// this buffer runs (and so below 8); a port out of range fails the array's own bounds
+    /// check where the index is used. For the public accessors and at the entry of every
+    /// operation ([`SharedBuffer::admit`], [`SharedBuffer::release`]).
+    #[inline(always)]
     fn checked_idx(&self, port: u32, prio: u8) -> usize {
-        assert!((port as usize) < self.cfg.n_ports(), "port {port} out of range");
         assert!(
-            self.cfg.active_mask() & (1 << prio) != 0,
+            prio < 8 && self.active_mask & (1 << prio) != 0,
             "priority {prio} is neither lossless nor lossy in this buffer"
         );
-        self.idx(port, prio)
-    }
-
-    /// [`SharedBuffer::checked_idx`] without the configuration lookups (a hop runs six of
-    /// these: the full checks cost 39 instructions per link-hop): the priority is one of the
-    /// eight, and indexing the arrays with it still catches a port out of range.
-    #[inline(always)]
-    fn idx(&self, port: u32, prio: u8) -> usize {
-        assert!((prio as usize) < N_PRIORITIES, "priority {prio} out of range");
         port as usize * N_PRIORITIES + prio as usize
     }
 
@@ -330,8 +328,9 @@ impl SharedBuffer {
         }
     }
 
+    #[inline(always)]
     fn is_lossless(&self, prio: u8) -> bool {
-        self.cfg.lossless_mask & (1 << prio) != 0
+        self.lossless_mask & (1 << prio) != 0
     }
 
     /// The dynamic threshold T of `port` now: α · (free shared bytes).
@@ -396,11 +395,7 @@ impl SharedBuffer {
             self.ingress[i].bytes = new_bytes;
         }
         self.held_bytes += bytes;
-        let edge = if lossless {
-            self.update_pause(ingress, prio)
-        } else {
-            None
-        };
+        let edge = if lossless { self.update_pause(ingress, i) } else { None };
         Admit::Accepted { edge }
     }
 
@@ -424,7 +419,7 @@ impl SharedBuffer {
         self.shared_used -= from_shared;
         self.held_bytes -= bytes;
         if self.is_lossless(prio) {
-            self.update_pause(ingress, prio)
+            self.update_pause(ingress, i)
         } else {
             None
         }
@@ -436,12 +431,14 @@ impl SharedBuffer {
         if !self.is_lossless(prio) {
             return None;
         }
-        self.update_pause(port, prio)
+        let i = self.checked_idx(port, prio);
+        self.update_pause(port, i)
     }
 
-    fn update_pause(&mut self, port: u32, prio: u8) -> Option<crate::models::pfc::PfcEdge> {
+    /// The pause edge of (ingress) `port` whose record is `i`, if its state changes now.
+    #[inline(always)]
+    fn update_pause(&mut self, port: u32, i: usize) -> Option<crate::models::pfc::PfcEdge> {
         use crate::models::pfc::PfcEdge;
-        let i = self.idx(port, prio);
         let t = self.limit_bytes(port, true);
         let shared = self.shared_of(i);
         let a = &mut self.ingress[i];
@@ -465,8 +462,10 @@ impl SharedBuffer {
         self.held_bytes
     }
     /// Bytes (reserve + shared, headroom) held for (ingress port, priority).
+    #[inline]
     pub fn ingress_bytes(&self, port: u32, prio: u8) -> (u64, u64) {
-        let i = self.idx(port, prio);
+        assert!(prio < 8, "priority {prio} out of range");
+        let i = port as usize * N_PRIORITIES + prio as usize;
         (self.ingress[i].bytes, self.ingress[i].headroom_bytes)
     }
     /// Bytes of the shared pool in use, and its size.
@@ -508,6 +507,28 @@ mod shared_tests {
     /// 2 ports, 1 MB, reserve 4 KiB, headroom 20 000 B, prio 3 lossless, prio 0 lossy, α = 1/8.
     fn mmu() -> SharedBuffer {
         SharedBuffer::new(SharedBufferConfig::hpcc_sim(1_000_000, 2, 20_000))
+    }
+
+    /// An operation on a priority the buffer does not run, on a priority past 7 or on a port
+    /// past the last one is a bug in the caller: it panics, before any account changes.
+    #[test]
+    fn operations_out_of_range_panic() {
+        let admit = |port: u32, prio: u8| {
+            std::panic::catch_unwind(move || {
+                let mut m = mmu();
+                m.admit(port, prio, 1000)
+            })
+            .is_err()
+        };
+        assert!(!admit(1, 3) && !admit(1, 0), "port 1, priorities 3 and 0 are in range");
+        assert!(admit(1, 5), "priority 5 is neither lossless nor lossy");
+        assert!(admit(1, 8) && admit(1, 200), "priorities past 7");
+        assert!(admit(2, 3), "the buffer has 2 ports");
+        let release = std::panic::catch_unwind(|| {
+            let mut m = mmu();
+            m.release(0, 7, 1000)
+        });
+        assert!(release.is_err(), "priority 7 is neither lossless nor lossy");
     }
 
     /// Issue 14's "losslessness broken": an ingress under its threshold, the pool then filled
