@@ -790,13 +790,17 @@ impl Fabric {
             r.port_stats[out as usize].ecn_marked[prio as usize] += 1;
             r.totals.ecn_marked += 1;
         }
-        r.q[i].ids.push_back(QueuedPacket { id, ingress: x });
+        let q = &mut r.q[i];
+        q.ids.push_back(QueuedPacket { id, ingress: x });
+        q.bytes += wire;
+        let qb = q.bytes;
+        let new_max = qb > q.max_bytes;
+        if new_max {
+            q.max_bytes = qb;
+        }
         r.nonempty[out as usize] |= 1 << prio;
-        r.q[i].bytes += wire;
-        let qb = r.q[i].bytes;
-        if qb > r.q[i].max_bytes {
+        if new_max {
             // A new maximum: mirrored into the port's counters (read by the reports) only then.
-            r.q[i].max_bytes = qb;
             r.port_stats[out as usize].queue_max_bytes[prio as usize] = qb;
         }
         if mark {
