@@ -46,6 +46,10 @@ pub enum Cmd {
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
+        /// Split the fabric by pod into this many partitions, one thread each; every result is
+        /// the same as on one thread (docs/performance.md, "Partitions").
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+        threads: u32,
         /// Also draw the plots into <results>/plots/ (as `fabricsim plot`).
         #[arg(long)]
         plots: bool,
@@ -258,6 +262,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
             out: out_dir,
             seed,
             quiet,
+            threads,
             plots,
             plot_format,
         } => {
@@ -265,6 +270,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
                 out_dir,
                 seed,
                 progress: !quiet,
+                threads,
                 ..RunOptions::default()
             };
             match runner::run_file(&file, &opts) {

@@ -41,6 +41,7 @@ pub mod interrupt;
 pub mod locate;
 pub mod outcome;
 pub mod output_spec;
+pub mod partitioned;
 pub mod pcap;
 pub mod plots;
 pub mod proc_stats;

@@ -36,13 +36,20 @@ pub enum RunError {
     /// (exit 1). A budget that runs out during the simulation writes partial results instead.
     #[error("{file}: {message}")]
     BuildBudget { file: String, message: String },
+    /// `--threads` asks to split a run that cannot be split (exit 2).
+    #[error("{file}: refusing --threads {threads}: {message}")]
+    Threads {
+        file: String,
+        threads: u32,
+        message: String,
+    },
 }
 
 impl RunError {
     /// Exit status: 2 for an invalid scenario or `--out`, 130 when interrupted, else 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::Scenario(_) | RunError::OutDir { .. } => 2,
+            RunError::Scenario(_) | RunError::OutDir { .. } | RunError::Threads { .. } => 2,
             RunError::Interrupted(_) => crate::interrupt::EXIT_INTERRUPTED,
             RunError::Engine { .. } | RunError::Output { .. } | RunError::BuildBudget { .. } => 1,
         }
@@ -61,6 +68,8 @@ pub struct RunOptions {
     /// Where interruptions come from (default: SIGINT/SIGTERM of the process, counted once the
     /// binary called `interrupt::install`).
     pub interrupt: Interrupt,
+    /// Threads to run on, the fabric split by pod (`partitioned.rs`); 0 and 1 mean one.
+    pub threads: u32,
 }
 
 /// What a finished run returns.
@@ -134,6 +143,32 @@ fn check_routable(loaded: &Loaded, built: &Built, routes: Routes) -> Result<Rout
     Ok(fabric.into_routes())
 }
 
+/// The partition of each node and the number of partitions for a run on `threads` threads
+/// (`partitioned.rs`), or why this run cannot be split.
+fn partitions(
+    loaded: &Loaded,
+    topology: &fabrics::topology::Topology,
+    fabric: &Fabric,
+    sampled: bool,
+    threads: usize,
+) -> Result<(Vec<u8>, u8), RunError> {
+    let refuse = |message: String| RunError::Threads {
+        file: loaded.file.clone(),
+        threads: threads as u32,
+        message,
+    };
+    if sampled {
+        return Err(refuse(
+            "the time series ([output] sample) is sampled across the whole fabric at once".into(),
+        ));
+    }
+    if let Some(why) = fabric.partition_refusal() {
+        return Err(refuse(why));
+    }
+    let parts = crate::partitioned::by_pod(topology, threads).map_err(refuse)?;
+    Ok((parts, threads as u8))
+}
+
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is
 /// about: the topology for unconnected hosts and an oversized fabric, `[fabric]` for a
 /// configuration out of range (the loader refuses the known cases at their key first).
@@ -189,6 +224,8 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         mut limits,
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
+    // The partitions of a run on several threads are built from the same flows.
+    let built_flows = if opts.threads > 1 { flows.clone() } else { Vec::new() };
     let mut fabric =
         Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| engine_error(&loaded, e))?;
     // What the build left of the budget is the simulation's (none left: it stops at once,
@@ -203,27 +240,57 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         .collect();
     let pcap_ports = loaded.enable_pcap(&mut fabric, &node_names)?;
     let mut sampler = loaded.sampler(&fabric);
-    let mut sched = fabric.scheduler::<WheelQueue<_>>();
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
+    // On several threads: this fabric becomes partition 0 and the others are built alike; a
+    // run that must end on one thread gets a fresh fabric (`partitioned.rs`).
+    let (mut fabric, partitioned) = if opts.threads > 1 {
+        let (parts, n) = partitions(&loaded, &topology, &fabric, sampler.is_some(), opts.threads as usize)?;
+        let (routes, engine) = (fabric.routes().clone(), fabric.config().clone());
+        let fresh = || {
+            Fabric::with_deps(&topology, routes.clone(), engine.clone(), built_flows.clone(), &deps)
+                .map_err(|e| engine_error(&loaded, e))
+        };
+        fabric.set_partition(parts.clone(), 0);
+        let mut fabrics = vec![fabric];
+        for me in 1..n {
+            let mut f = fresh()?;
+            f.set_partition(parts.clone(), me);
+            fabrics.push(f);
+        }
+        match crate::partitioned::run(fabrics, &limits, interrupt) {
+            crate::partitioned::Outcome::Done(f, report) => (*f, Some(report)),
+            crate::partitioned::Outcome::NeedsOneThread(why) => {
+                tracing::warn!(scenario = %sc.name, "{why}: running again on one thread for the exact end");
+                (fresh()?, None)
+            }
+        }
+    } else {
+        (fabric, None)
+    };
+    let mut sched = fabric.scheduler::<WheelQueue<_>>();
     let mut last_print = std::time::Duration::ZERO;
     let show = opts.progress;
-    let report = crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
-        // A signal ends the run as a budget does (outcome `interrupted`, results written).
-        if interrupt.count() > 0 {
-            return ControlFlow::Break(());
-        }
-        if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
-            last_print = p.wall_elapsed;
-            eprintln!(
-                "  ... simulated {:.3} ms, {} events ({:.1} M/s), {} pending",
-                p.now.ps() as f64 / 1e9,
-                p.events,
-                p.events as f64 / p.wall_elapsed.as_secs_f64().max(1e-9) / 1e6,
-                p.pending
-            );
-        }
-        ControlFlow::Continue(())
-    });
+    let report = if let Some(report) = partitioned {
+        report
+    } else {
+        crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
+            // A signal ends the run as a budget does (outcome `interrupted`, results written).
+            if interrupt.count() > 0 {
+                return ControlFlow::Break(());
+            }
+            if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
+                last_print = p.wall_elapsed;
+                eprintln!(
+                    "  ... simulated {:.3} ms, {} events ({:.1} M/s), {} pending",
+                    p.now.ps() as f64 / 1e9,
+                    p.events,
+                    p.events as f64 / p.wall_elapsed.as_secs_f64().max(1e-9) / 1e6,
+                    p.pending
+                );
+            }
+            ControlFlow::Continue(())
+        })
+    };
     // Signals so far belong to the simulation; one more while writing stops the writing.
     let seen = interrupt.count();
     let groups = report::group_names(&loaded.scenario);

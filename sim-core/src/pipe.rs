@@ -65,6 +65,17 @@ impl<T> Pipe<T> {
         (arrive, self.ring.len() == 1)
     }
 
+    /// Takes the newest item back off (it crosses to another partition of the run,
+    /// `fabrics::engine::partition`); the arrival time later pushes order against stays.
+    pub fn take_last(&mut self) -> Option<(SimTime, T)> {
+        self.ring.pop_back()
+    }
+
+    /// Takes every item off, oldest first (the arrival time later pushes order against stays).
+    pub fn drain_items(&mut self) -> impl Iterator<Item = (SimTime, T)> + '_ {
+        self.ring.drain(..)
+    }
+
     /// Removes the head, which must be due at `now` (the head event fired).
     #[inline]
     pub fn pop_due(&mut self, now: SimTime) -> T {

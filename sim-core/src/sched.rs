@@ -67,6 +67,15 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
         at < self.now || (at == self.now && origin.0 < self.high_origin)
     }
 
+    /// Time of the next event, if any (popped and put back: keys are unique, so the order
+    /// is unchanged).
+    pub fn next_time(&mut self) -> Option<SimTime> {
+        let e = self.queue.pop()?;
+        let t = e.key.time;
+        self.queue.push(e);
+        Some(t)
+    }
+
     /// Events waiting.
     pub fn pending(&self) -> usize {
         self.queue.len()

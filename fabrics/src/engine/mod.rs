@@ -44,6 +44,7 @@ mod ideal;
 mod nic;
 mod oq_switch;
 mod packet;
+mod partition;
 mod port;
 mod results;
 mod roce;
@@ -55,6 +56,7 @@ pub use device::{Device, LinkFc};
 pub use ib::{IbPortStats, IbState, IbTotals};
 pub use ideal::IdealPath;
 pub use packet::{CtrlFrame, NO_LANE, OnWire, Packet, PacketArena, PacketKind};
+pub use partition::{Crossing, MAX_PARTITIONS};
 use port::CtrlLink;
 pub use port::{Framing, Port, PortStats};
 pub use results::{FlowRecord, RunTotals};
@@ -231,6 +233,8 @@ pub struct Fabric {
     roce: Option<Box<RoceState>>,
     /// Packet capture of chosen ports (`capture.rs`), when asked for.
     capture: Option<Box<Capture>>,
+    /// This fabric is one partition of a run on several threads (`partition.rs`).
+    part: Option<Box<partition::PartState>>,
 }
 
 /// Fewest ports for which the engine prefetches: below it (a k=8 fat-tree has 768) the
@@ -508,6 +512,7 @@ impl Fabric {
             ib,
             roce: None,
             capture: None,
+            part: None,
             dmodk_div,
             buffer: cfg.buffer.clone(),
             flow_control: cfg.flow_control.clone(),
@@ -785,7 +790,11 @@ impl Fabric {
         let arrive = done + port.delay + port.peer_latency;
         let on_wire = self.route_ahead(p, id);
         let port = &mut self.ports[p as usize];
-        if port.pipe.push(arrive, on_wire) {
+        let first = port.pipe.push(arrive, on_wire);
+        let peer = port.peer_node;
+        if !self.runs_node(peer) {
+            self.send_across(p, arrive);
+        } else if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
         }
@@ -871,7 +880,10 @@ impl Fabric {
         // A link is FIFO: nothing overtakes what is already on the wire.
         let (arrive, first) = port.pipe.push_fifo(head_in + port.delay + port.peer_latency, on_wire);
         self.packets.get_mut(id).tail_at = tail;
-        if first {
+        let peer = port.peer_node;
+        if !self.runs_node(peer) {
+            self.send_across(p, arrive);
+        } else if first {
             let o = self.pipe_origin(p);
             s.schedule(arrive, o, Ev::Arrive(p));
         }
@@ -888,9 +900,11 @@ impl Fabric {
         }
         let done = self.start_on_wire(now, p, wire, SimTime::ZERO);
         let port = &self.ports[p as usize];
-        let (x, delay, lazy) = (port.peer_port, port.delay, port.fc_out_lazy);
+        let (x, delay, lazy, peer) = (port.peer_port, port.delay, port.fc_out_lazy, port.peer_node);
         let (arrive, first) = self.ctrl_links[x as usize].pipe.push_fifo(done + delay, frame);
-        if lazy {
+        if !self.runs_node(peer) {
+            self.send_frame_across(p, x, arrive);
+        } else if lazy {
             self.ib_fc_on_its_way(s, x, p, arrive, first);
         } else if first {
             let o = self.pipe_origin(p);
@@ -1189,6 +1203,10 @@ impl Fabric {
         let now = s.now();
         let f = &self.flows[i as usize];
         let (src, size) = (f.src, f.size.get());
+        let node = self.ports[self.nics[src as usize].port as usize].node;
+        if !self.runs_node(node) {
+            return; // another partition's source
+        }
         self.totals.flows_started += 1;
         if size == 0 {
             self.records[i as usize].finish = Some(now);
@@ -1197,7 +1215,6 @@ impl Fabric {
             self.release_dependents(s, i, now);
             return;
         }
-        let node = self.ports[self.nics[src as usize].port as usize].node;
         self.device[node as usize].flow_started(self, s, src, i);
     }
 
@@ -1341,7 +1358,10 @@ impl Model for Fabric {
                 let node = self.ports[nic.port as usize].node;
                 self.device[node as usize].nic_wake(self, s, h);
             }
-            Ev::FlowArrival => self.on_flow_arrival(s),
+            Ev::FlowArrival => {
+                self.note_shared_event();
+                self.on_flow_arrival(s)
+            }
             Ev::PortTimer(p) => {
                 // A port may carry both disciplines' timers (a NIC: PFC refresh on its
                 // network side, HOQLife on its credit side); each fires only at its own time.

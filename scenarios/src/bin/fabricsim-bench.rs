@@ -8,6 +8,8 @@
 //! ```text
 //! cargo build --release && target/release/fabricsim-bench [--quick] [--ladder 8,16,24,32]
 //!     [--fabrics ethernet,infiniband,rocev2] [--no-mirrors] [--no-ladder] [--reps N]
+//!     [--threads N]   (runs the fabric can be split in, `fabricsim run --threads N`; the
+//!                      InfiniBand rungs, which cannot, on one thread)
 //! ```
 //!
 //! The figures are wall-clock measurements of a shared machine: compare runs made together,
@@ -16,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: fabricsim-bench [--quick] [--ladder K,K,..] [--fabrics ethernet,infiniband,rocev2] [--no-mirrors] [--no-ladder] [--reps N] [--bench-dir DIR]";
+const USAGE: &str = "usage: fabricsim-bench [--quick] [--ladder K,K,..] [--fabrics ethernet,infiniband,rocev2] [--no-mirrors] [--no-ladder] [--reps N] [--threads N] [--bench-dir DIR]";
 
 struct Options {
     ladder: Vec<u32>,
@@ -25,6 +27,7 @@ struct Options {
     reps: u32,
     bench_dir: PathBuf,
     quick: bool,
+    threads: u32,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -35,6 +38,7 @@ fn parse_args() -> Result<Options, String> {
         reps: 1,
         bench_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench"),
         quick: false,
+        threads: 1,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -66,6 +70,12 @@ fn parse_args() -> Result<Options, String> {
                 o.reps = match value("--reps")?.parse::<u32>() {
                     Ok(n) if (1..=20).contains(&n) => n,
                     _ => return Err("--reps: expected a whole number from 1 to 20".into()),
+                }
+            }
+            "--threads" => {
+                o.threads = match value("--threads")?.parse::<u32>() {
+                    Ok(n) if (1..=64).contains(&n) => n,
+                    _ => return Err("--threads: expected a whole number from 1 to 64".into()),
                 }
             }
             "--bench-dir" => o.bench_dir = PathBuf::from(value("--bench-dir")?),
@@ -116,7 +126,7 @@ fn read_json(path: &Path) -> Result<serde_json::Value, String> {
 }
 
 /// Runs `scenario` with the `fabricsim` beside this binary, best wall time of `reps`.
-fn measure(fabricsim: &Path, scenario: &Path, work: &Path, reps: u32) -> Result<Measured, String> {
+fn measure(fabricsim: &Path, scenario: &Path, work: &Path, reps: u32, threads: u32) -> Result<Measured, String> {
     let mut best: Option<Measured> = None;
     for rep in 0..reps {
         let out = work.join(format!("out-{rep}"));
@@ -127,6 +137,7 @@ fn measure(fabricsim: &Path, scenario: &Path, work: &Path, reps: u32) -> Result<
             .arg("--out")
             .arg(&out)
             .arg("-q")
+            .args(["--threads", &threads.to_string()])
             .stdout(std::process::Stdio::null())
             .status()
             .map_err(|e| format!("cannot start {}: {e}", fabricsim.display()))?;
@@ -195,14 +206,15 @@ fn main() -> ExitCode {
         "run", "link-hops", "wall s", "M hops/s", "CPU us/hop", "RSS MiB"
     );
     let mut failed = false;
-    let mut jobs: Vec<(String, PathBuf)> = Vec::new();
+    // (name, scenario, threads): InfiniBand runs cannot be split (`fabricsim run --threads`).
+    let mut jobs: Vec<(String, PathBuf, u32)> = Vec::new();
     if o.mirrors {
         for m in [
             "roce_mirror_k8_perm",
             "roce_mirror_k16_perm",
             "roce_mirror_k16_incast512",
         ] {
-            jobs.push((m.to_string(), o.bench_dir.join(format!("{m}.toml"))));
+            jobs.push((m.to_string(), o.bench_dir.join(format!("{m}.toml")), o.threads));
         }
     }
     for fabric in &o.fabrics {
@@ -213,11 +225,12 @@ fn main() -> ExitCode {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::from(2);
             }
-            jobs.push((format!("{fabric} k={k} {end_us}us"), path));
+            let threads = if fabric == "infiniband" { 1 } else { o.threads };
+            jobs.push((format!("{fabric} k={k} {end_us}us"), path, threads));
         }
     }
-    for (name, path) in jobs {
-        match measure(&fabricsim, &path, &work, o.reps) {
+    for (name, path, threads) in jobs {
+        match measure(&fabricsim, &path, &work, o.reps, threads) {
             Ok(m) => print_row(&name, &m),
             Err(e) => {
                 eprintln!("{name}: {e}");

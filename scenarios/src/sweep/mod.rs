@@ -415,7 +415,8 @@ impl Sweep {
             RunError::Engine { message, .. }
             | RunError::Output { message, .. }
             | RunError::OutDir { message, .. }
-            | RunError::BuildBudget { message, .. } => self.point_error(index, None, &message),
+            | RunError::BuildBudget { message, .. }
+            | RunError::Threads { message, .. } => self.point_error(index, None, &message),
             RunError::Interrupted(m) => self.point_error(index, None, &format!("interrupted {m}")),
         })?;
         let base_seed = loaded.scenario.scenario.seed;

@@ -115,6 +115,46 @@ pub struct RoceTotals {
     pub drops_watchdog: u64,
 }
 
+impl RoceTotals {
+    /// Adds another partition's counters (`engine/partition.rs`).
+    fn absorb(&mut self, o: &RoceTotals) {
+        let RoceTotals {
+            pause_frames,
+            resume_frames,
+            ecn_marked,
+            cnps_sent,
+            cnps_received,
+            acks_sent,
+            nacks_sent,
+            retransmitted,
+            timeouts,
+            receiver_discards,
+            control_drops,
+            drops_headroom,
+            drops_lossy_threshold,
+            drops_buffer_full,
+            watchdog_storms,
+            drops_watchdog,
+        } = o;
+        self.pause_frames += pause_frames;
+        self.resume_frames += resume_frames;
+        self.ecn_marked += ecn_marked;
+        self.cnps_sent += cnps_sent;
+        self.cnps_received += cnps_received;
+        self.acks_sent += acks_sent;
+        self.nacks_sent += nacks_sent;
+        self.retransmitted += retransmitted;
+        self.timeouts += timeouts;
+        self.receiver_discards += receiver_discards;
+        self.control_drops += control_drops;
+        self.drops_headroom += drops_headroom;
+        self.drops_lossy_threshold += drops_lossy_threshold;
+        self.drops_buffer_full += drops_buffer_full;
+        self.watchdog_storms += watchdog_storms;
+        self.drops_watchdog += drops_watchdog;
+    }
+}
+
 /// The RoCEv2 state of a fabric; per-priority arrays are indexed by `port * 8 + prio`.
 pub struct RoceState {
     pub cfg: RoceConfig,
@@ -235,6 +275,77 @@ impl RoceState {
     /// Port `p`'s timer is armed for `now`.
     pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
         self.timer_at[p as usize] == now
+    }
+
+    /// What of this RoCEv2 configuration keeps a run from being split into partitions
+    /// (`engine/partition.rs`), if anything.
+    pub(in crate::engine) fn partition_refusal(&self) -> Option<&'static str> {
+        if self.ecn.is_some() {
+            return Some("ECN marking draws from one random stream for the whole fabric");
+        }
+        if self.int.is_some() {
+            return Some("HPCC's in-band telemetry is kept by packet");
+        }
+        if self.cfg.rate_sample.is_some() {
+            return Some("rate samples are taken across the whole fabric at once");
+        }
+        None
+    }
+
+    /// Folds the state another partition of the run kept for its ports, nodes and hosts
+    /// into this one (`engine/partition.rs`): per port and priority, per node, per host from
+    /// their partition; counters and pause-tree times summed; queued packet ids moved by
+    /// `rehome`. The flows' transport state stays (reports do not read it).
+    pub(in crate::engine) fn absorb(
+        &mut self,
+        o: &mut RoceState,
+        theirs_port: &[bool],
+        theirs_node: &[bool],
+        theirs_host: &[bool],
+        rehome: &mut dyn FnMut(u32) -> u32,
+    ) {
+        assert!(
+            self.deadlock.is_none() && o.deadlock.is_none(),
+            "a partitioned run found a deadlock"
+        );
+        for (p, _) in theirs_port.iter().enumerate().filter(|(_, t)| **t) {
+            for i in p * NP..(p + 1) * NP {
+                std::mem::swap(&mut self.q[i], &mut o.q[i]);
+                for e in self.q[i].ids.iter_mut() {
+                    e.id = rehome(e.id);
+                }
+                self.paused_since[i] = o.paused_since[i];
+                self.paused_by[i] = o.paused_by[i];
+                if let (Some(a), Some(b)) = (self.storm.get_mut(i), o.storm.get(i)) {
+                    *a = *b;
+                }
+            }
+            self.rr[p] = o.rr[p];
+            self.nonempty[p] = o.nonempty[p];
+            std::mem::swap(&mut self.pfc_tx[p], &mut o.pfc_tx[p]);
+            std::mem::swap(&mut self.pfc_rx[p], &mut o.pfc_rx[p]);
+            self.pfc_pending[p] = o.pfc_pending[p];
+            self.timer_at[p] = o.timer_at[p];
+            std::mem::swap(&mut self.port_stats[p], &mut o.port_stats[p]);
+            self.paused_mask[p] = o.paused_mask[p];
+            if let (Some(a), Some(b)) = (self.watchdog.get_mut(p), o.watchdog.get_mut(p)) {
+                std::mem::swap(a, b);
+            }
+        }
+        for (n, _) in theirs_node.iter().enumerate().filter(|(_, t)| **t) {
+            std::mem::swap(&mut self.mmu[n], &mut o.mmu[n]);
+            for i in n * NP..(n + 1) * NP {
+                self.node_paused[i] = o.node_paused[i];
+            }
+        }
+        for (h, _) in theirs_host.iter().enumerate().filter(|(_, t)| **t) {
+            self.ctrl_q[h] = o.ctrl_q[h].iter().map(|&id| rehome(id)).collect();
+        }
+        for (k, d) in std::mem::take(&mut o.pause_edges) {
+            *self.pause_edges.entry(k).or_insert(0) += d;
+        }
+        self.pause_maybe_cyclic |= o.pause_maybe_cyclic;
+        self.totals.absorb(&o.totals);
     }
 
     /// Bytes queued at (port, prio).

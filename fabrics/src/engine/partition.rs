@@ -1,0 +1,293 @@
+//! One run as several partitions of the fabric, each on its own thread (`fabricsim run
+//! --threads N`), with results equal to the run on one thread.
+//!
+//! The method is conservative synchronous windows (Lubachevsky's bounded lag, the YAWNS
+//! scheme; Fujimoto, *Parallel and Distributed Simulation Systems*, 2000, ch. 3): every link
+//! between two partitions takes at least `lookahead` to cross ([`Fabric::lookahead`], the
+//! shortest such link delay), so nothing a partition does in a window `[t0, t0 + lookahead)`
+//! reaches another partition before the window ends. Each partition handles its own events
+//! of the window; then each hands the others what it put on links towards them
+//! ([`Fabric::take_outbox`]), in the order it sent them, and each takes that in
+//! ([`Fabric::take_in`]) before the next window starts at the earliest event anywhere.
+//!
+//! Why the results are the single-threaded run's: a partition holds all the state of its
+//! nodes (ports, queues, MMUs, PFC, NICs, the two ends of the flows it owns) and touches no
+//! other node's, so it handles the same events as the whole run would at its nodes, in the
+//! same order. Events are ordered by `(time, origin, sequence number)`; the only events a
+//! partition does not schedule itself are the arrivals over links from another partition,
+//! whose origin is that link's pipe, which no other node schedules for; their place among
+//! events of the same time and origin follows from the order they were sent in, which
+//! the hand-over keeps. `tests/tests/partitions.rs` compares every output file of runs on
+//! one and on two threads.
+//!
+//! What cannot be split this way is refused ([`Fabric::partition_refusal`]): credit links
+//! (InfiniBand, NVLink, PCIe: a credit device takes flow-control packets in lazily, out of
+//! order with the events), flows that start on other flows' completion (a completion at one
+//! end of the fabric starts a flow at the other with no delay), random ECN marking (one
+//! random stream for the whole fabric), HPCC's in-band telemetry (keyed by packet), rate
+//! samples and packet capture (both in whole-fabric time order). A run that ends before its
+//! end time (all flows finished, the event budget spent, the queue drained) ends at an
+//! event that only the whole fabric can place; the runner then runs it again on one thread.
+
+use super::*;
+use sim_core::{Duration, Pipe};
+
+/// A partition's part of the run: which partition each node is in and which is this one.
+pub(super) struct PartState {
+    part_of_node: Vec<u8>,
+    me: u8,
+    /// What this partition put on links towards other partitions since the last hand-over:
+    /// (partition, item), in the order it sent them.
+    outbox: Vec<(u8, Crossing)>,
+    /// Events this partition handled that the whole run handles once for all partitions
+    /// (the workload's flow arrivals): counted by partition 0 only.
+    shared_events: u64,
+}
+
+/// Something put on a link towards another partition: the packet itself (its id is only
+/// meaningful in the sender's arena) or a link-level control frame.
+#[derive(Clone, Debug)]
+pub enum Crossing {
+    /// A packet on port `port`'s link, arriving at the far end at `at`.
+    Packet {
+        port: u32,
+        at: SimTime,
+        lane: OnWire,
+        packet: Packet,
+    },
+    /// A control frame (PFC) on port `port`'s link, arriving at `at`.
+    Frame { port: u32, at: SimTime, frame: CtrlFrame },
+}
+
+/// Most partitions a run can have (a node's partition is a byte).
+pub const MAX_PARTITIONS: usize = 64;
+
+impl Fabric {
+    /// Why this run cannot be split into partitions, or `None` if it can (module docs).
+    pub fn partition_refusal(&self) -> Option<String> {
+        if self.ib.is_some() || self.link_fc.contains(&LinkFc::Credit) {
+            return Some(
+                "credit links (InfiniBand, NVLink, PCIe) take flow-control packets in out of event order".into(),
+            );
+        }
+        if self.n_timed < self.flows.len() {
+            return Some(
+                "flows that start on other flows' completion (collectives, training steps, dependencies)".into(),
+            );
+        }
+        if !matches!(self.marking, AnyMarking::None) {
+            return Some("ECN marking draws from one random stream for the whole fabric".into());
+        }
+        if self.capture.is_some() {
+            return Some("packet capture ([output] pcap) records the whole fabric in time order".into());
+        }
+        if let Some(why) = self.roce.as_deref().and_then(|r| r.partition_refusal()) {
+            return Some(why.into());
+        }
+        None
+    }
+
+    /// Makes this fabric partition `me` of a run split by `part_of_node` (a partition per
+    /// node): it handles its own nodes' events only.
+    pub fn set_partition(&mut self, part_of_node: Vec<u8>, me: u8) {
+        assert_eq!(part_of_node.len(), self.port_base.len() - 1, "a partition per node");
+        self.part = Some(Box::new(PartState {
+            part_of_node,
+            me,
+            outbox: Vec::new(),
+            shared_events: 0,
+        }));
+    }
+
+    /// Whether this fabric runs `node` (always, unless it is one partition of several).
+    #[inline(always)]
+    pub(super) fn runs_node(&self, node: u32) -> bool {
+        self.part
+            .as_ref()
+            .is_none_or(|ps| ps.part_of_node[node as usize] == ps.me)
+    }
+
+    /// The shortest delay of a link between two partitions: how far ahead every partition
+    /// may run alone. `None` when no link crosses.
+    pub fn lookahead(&self) -> Option<Duration> {
+        let ps = self.part.as_ref()?;
+        self.ports
+            .iter()
+            .filter(|p| ps.part_of_node[p.node as usize] != ps.part_of_node[p.peer_node as usize])
+            .map(|p| p.delay)
+            .min()
+    }
+
+    /// Port `p` has just put `w` on its link, arriving at `at`, and the far end is in
+    /// another partition: the item leaves this fabric (its place on the link is kept, so the
+    /// next item still arrives after it).
+    #[cold]
+    pub(super) fn send_across(&mut self, p: u32, at: SimTime) {
+        let (_, lane) = self.ports[p as usize].pipe.take_last().expect("just pushed");
+        let packet = *self.packets.get(lane.id);
+        self.packets.free(lane.id);
+        let ps = self.part.as_mut().expect("partitioned");
+        let to = ps.part_of_node[self.ports[p as usize].peer_node as usize];
+        ps.outbox.push((
+            to,
+            Crossing::Packet {
+                port: p,
+                at,
+                lane,
+                packet,
+            },
+        ));
+    }
+
+    /// [`Fabric::send_across`] for a control frame: the pipe is the far port `x`'s.
+    #[cold]
+    pub(super) fn send_frame_across(&mut self, p: u32, x: u32, at: SimTime) {
+        let (_, frame) = self.ctrl_links[x as usize].pipe.take_last().expect("just pushed");
+        let ps = self.part.as_mut().expect("partitioned");
+        let to = ps.part_of_node[self.ports[p as usize].peer_node as usize];
+        ps.outbox.push((to, Crossing::Frame { port: p, at, frame }));
+    }
+
+    /// What this partition sent towards partition `to` since the last call, in sending
+    /// order; the rest stays.
+    pub fn take_outbox(&mut self) -> Vec<(u8, Crossing)> {
+        self.part
+            .as_mut()
+            .map(|ps| std::mem::take(&mut ps.outbox))
+            .unwrap_or_default()
+    }
+
+    /// Takes in what another partition sent to this one, in its sending order: each packet
+    /// joins its link's pipe here, as if it had been put on it locally.
+    pub fn take_in<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, items: impl IntoIterator<Item = Crossing>) {
+        for item in items {
+            match item {
+                Crossing::Packet {
+                    port,
+                    at,
+                    mut lane,
+                    packet,
+                } => {
+                    lane.id = self.packets.alloc(packet);
+                    let (arrive, first) = self.ports[port as usize].pipe.push_fifo(at, lane);
+                    debug_assert_eq!(arrive, at, "a link's items arrive in sending order");
+                    if first {
+                        let o = self.pipe_origin(port);
+                        s.schedule(arrive, o, Ev::Arrive(port));
+                    }
+                }
+                Crossing::Frame { port, at, frame } => {
+                    let x = self.ports[port as usize].peer_port;
+                    let (arrive, first) = self.ctrl_links[x as usize].pipe.push_fifo(at, frame);
+                    debug_assert_eq!(arrive, at, "a link's frames arrive in sending order");
+                    if first {
+                        let o = self.pipe_origin(port);
+                        s.schedule(arrive, o, Ev::CtrlArrive(port));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Events this partition handled that partition 0 also handled (the run counts them once).
+    pub fn shared_events(&self) -> u64 {
+        self.part.as_ref().map_or(0, |ps| ps.shared_events)
+    }
+
+    /// Counts a whole-run event handled by a partition other than the first.
+    pub(super) fn note_shared_event(&mut self) {
+        if let Some(ps) = self.part.as_mut()
+            && ps.me != 0
+        {
+            ps.shared_events += 1;
+        }
+    }
+
+    /// Flows completed in this partition (at their destinations).
+    pub fn flows_completed(&self) -> u64 {
+        self.totals.flows_completed
+    }
+
+    /// Folds partition `other` (of the same run, at the same end) into this one, which then
+    /// reports what the single-threaded run would: each port and node from the partition
+    /// that ran it, flow records, counters and histograms summed, every packet in flight
+    /// moved into this fabric's arena. A link's pipe is the far end's (the packets on a link
+    /// between partitions were handed to the partition they arrive in). What only a running
+    /// fabric reads (the flows' transport state) is left as it is: the result is for
+    /// reporting, not for running on.
+    pub fn absorb(&mut self, mut other: Fabric) {
+        let theirs = other.part.as_ref().expect("partitioned").me;
+        let ps = self.part.take().expect("partitioned");
+        let theirs_node: Vec<bool> = ps.part_of_node.iter().map(|&q| q == theirs).collect();
+        let theirs_port: Vec<bool> = self.ports.iter().map(|p| theirs_node[p.node as usize]).collect();
+        let theirs_host: Vec<bool> = self.nics.iter().map(|n| theirs_port[n.port as usize]).collect();
+        // Every packet id in a structure taken from `other` is moved into this arena.
+        let (mut arena, from) = (std::mem::take(&mut self.packets), &other.packets);
+        let mut rehome = |id: u32| arena.alloc(*from.get(id));
+        for p in 0..self.ports.len() {
+            if theirs_port[p] {
+                std::mem::swap(&mut self.ports[p], &mut other.ports[p]);
+                // The pipe is the far end's (below), not the sender's.
+                std::mem::swap(&mut self.ports[p].pipe, &mut other.ports[p].pipe);
+                for id in self.ports[p].queue.iter_mut() {
+                    *id = rehome(*id);
+                }
+            }
+            if theirs_node[self.ports[p].peer_node as usize] {
+                let mut moved = Pipe::new();
+                for (at, mut w) in other.ports[p].pipe.drain_items() {
+                    w.id = rehome(w.id);
+                    moved.push_fifo(at, w);
+                }
+                self.ports[p].pipe = moved;
+                let x = self.ports[p].peer_port as usize;
+                self.ctrl_links[x] = std::mem::take(&mut other.ctrl_links[x]);
+            }
+        }
+        if let (Some(r), Some(o)) = (self.roce.as_deref_mut(), other.roce.as_deref_mut()) {
+            r.absorb(o, &theirs_port, &theirs_node, &theirs_host, &mut rehome);
+        }
+        self.packets = arena;
+        for (rec, o) in self.records.iter_mut().zip(&other.records) {
+            rec.first_sent = rec.first_sent.or(o.first_sent);
+            rec.finish = rec.finish.or(o.finish);
+            rec.last_delivery = rec.last_delivery.max(o.last_delivery);
+            rec.packets_sent += o.packets_sent;
+            rec.packets_delivered += o.packets_delivered;
+            rec.packets_dropped += o.packets_dropped;
+            rec.packets_marked += o.packets_marked;
+            rec.bytes_delivered += o.bytes_delivered;
+        }
+        self.pkt_latency.merge(&other.pkt_latency);
+        self.fct.merge(&other.fct);
+        self.totals.absorb(&other.totals);
+        self.part = Some(ps);
+    }
+}
+
+impl RunTotals {
+    /// Adds another partition's counters.
+    fn absorb(&mut self, o: &RunTotals) {
+        // Destructured so that a new counter cannot be forgotten here.
+        let RunTotals {
+            link_hops: _,
+            packets_injected: _,
+            packets_delivered: _,
+            packets_dropped: _,
+            payload_bytes_injected: _,
+            payload_bytes_delivered: _,
+            payload_bytes_dropped: _,
+            flows_started: _,
+            flows_completed: _,
+        } = o;
+        self.link_hops += o.link_hops;
+        self.packets_injected += o.packets_injected;
+        self.packets_delivered += o.packets_delivered;
+        self.packets_dropped += o.packets_dropped;
+        self.payload_bytes_injected += o.payload_bytes_injected;
+        self.payload_bytes_delivered += o.payload_bytes_delivered;
+        self.payload_bytes_dropped += o.payload_bytes_dropped;
+        self.flows_started += o.flows_started;
+        self.flows_completed += o.flows_completed;
+    }
+}

@@ -1,0 +1,258 @@
+//! `fabricsim run --threads N`: one run split into partitions of the fabric by pod, one
+//! partition per thread, in conservative windows (`fabrics::engine::partition`), with
+//! every output equal to the single-threaded run's.
+
+use fabrics::engine::{Crossing, Ev, Fabric, MAX_PARTITIONS};
+use fabrics::topology::Topology;
+use sim_core::{RunLimits, RunOutcome, RunReport, Scheduler, SimTime, Stopwatch, WheelQueue};
+use std::ops::ControlFlow;
+use std::sync::mpsc;
+
+use crate::interrupt::Interrupt;
+
+/// The partition of each node for `n` partitions: whole pods, in order, `n` groups of
+/// nearly equal size; the nodes in no pod (a fat-tree's core switches) split the same way
+/// by their order. `Err` says why the topology cannot be split so.
+pub fn by_pod(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
+    if !(2..=MAX_PARTITIONS).contains(&n) {
+        return Err(format!("--threads must be between 1 and {MAX_PARTITIONS}"));
+    }
+    let pods = topo
+        .graph
+        .node_indices()
+        .filter_map(|v| topo.graph[v].pod)
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    if pods < n {
+        return Err(format!(
+            "a run is split by pod, and this topology has {pods} pod(s) for {n} threads (fat-trees have pods)"
+        ));
+    }
+    let podless = topo
+        .graph
+        .node_indices()
+        .filter(|&v| topo.graph[v].pod.is_none())
+        .count();
+    let mut k = 0;
+    Ok(topo
+        .graph
+        .node_indices()
+        .map(|v| match topo.graph[v].pod {
+            Some(p) => (p as usize * n / pods) as u8,
+            None => {
+                k += 1;
+                ((k - 1) * n / podless.max(1)) as u8
+            }
+        })
+        .collect())
+}
+
+/// How a partitioned run ended.
+pub enum Outcome {
+    /// At its end time, or stopped by the wall-clock budget or an interruption: the
+    /// partitions folded into one fabric, and the run's report.
+    Done(Box<Fabric>, RunReport),
+    /// It ends at an event only the whole fabric can place (all flows finished, the event
+    /// budget spent, nothing left to happen): run it on one thread. Says which.
+    NeedsOneThread(&'static str),
+}
+
+/// What a partition tells the others after each window.
+struct Status {
+    completed: u64,
+    events: u64,
+    /// Its next event, before taking in what the others sent.
+    next: Option<SimTime>,
+    /// The earliest arrival of what it sent.
+    first_sent: Option<SimTime>,
+    stop: Option<RunOutcome>,
+}
+
+struct Message {
+    from: usize,
+    /// The window it ends: a partition may be a window ahead of another (it had every
+    /// message it needed), so a message can come before those of the window at hand.
+    window: u64,
+    items: Vec<Crossing>,
+    status: Status,
+}
+
+/// Set when a partition's thread fails, so that the others stop waiting for its messages.
+struct Failed<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for Failed<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// What every partition decides after a window, from the same statuses.
+enum Next {
+    Window(SimTime),
+    End(RunOutcome),
+    OneThread(&'static str),
+}
+
+fn decide(statuses: &[&Status], window_end: SimTime, end_time: SimTime, n_flows: u64, max_events: u64) -> Next {
+    let completed: u64 = statuses.iter().map(|s| s.completed).sum();
+    let events: u64 = statuses.iter().map(|s| s.events).sum();
+    if n_flows > 0 && completed == n_flows {
+        return Next::OneThread("every flow finished before the end time");
+    }
+    if events > max_events {
+        return Next::OneThread("the event budget ran out");
+    }
+    if let Some(stop) = statuses.iter().find_map(|s| s.stop) {
+        return Next::End(stop);
+    }
+    if window_end >= end_time {
+        return Next::End(RunOutcome::EndTime);
+    }
+    let next = statuses.iter().flat_map(|s| [s.next, s.first_sent]).flatten().min();
+    match next {
+        Some(t) => Next::Window(t.max(SimTime(window_end.ps() + 1))),
+        None => Next::OneThread("the fabric fell idle before the end time"),
+    }
+}
+
+/// Runs `fabrics` (one per partition, `set_partition` done, in partition order) to `limits`,
+/// each on its own thread.
+pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) -> Outcome {
+    let clock = Stopwatch::start();
+    let n = fabrics.len();
+    let end_time = limits.end_time.unwrap_or(SimTime::MAX);
+    let max_events = limits.max_events.unwrap_or(u64::MAX);
+    let n_flows = fabrics[0].flows().len() as u64;
+    // Every partition sees the same links, so the same lookahead; none crossing: one window.
+    let lookahead_ps = fabrics[0].lookahead().map_or(u64::MAX, |d| d.ps());
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel::<Message>()).unzip();
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<(Fabric, Next, u64, SimTime)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = fabrics
+            .drain(..)
+            .zip(receivers)
+            .enumerate()
+            .map(|(me, (mut fabric, inbox))| {
+                let senders = senders.clone();
+                let (clock, failed) = (&clock, &failed);
+                scope.spawn(move || {
+                    let _guard = Failed(failed);
+                    let mut s: Scheduler<Ev, WheelQueue<_>> = fabric.scheduler();
+                    let mut start = SimTime::ZERO;
+                    let mut events = 0u64;
+                    let mut early: Vec<Message> = Vec::new();
+                    for window in 0u64.. {
+                        let window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
+                        let window_limits = RunLimits {
+                            end_time: Some(window_end),
+                            ..RunLimits::default()
+                        };
+                        let r = sim_core::run(&mut fabric, &mut s, &window_limits, |_| ControlFlow::Continue(()));
+                        events += r.events;
+                        let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
+                        let mut first_sent = None::<SimTime>;
+                        for (part, item) in fabric.take_outbox() {
+                            let at = match &item {
+                                Crossing::Packet { at, .. } | Crossing::Frame { at, .. } => *at,
+                            };
+                            first_sent = Some(first_sent.map_or(at, |f| f.min(at)));
+                            to[part as usize].push(item);
+                        }
+                        let stop = if interrupt.count() > 0 {
+                            Some(RunOutcome::Stopped)
+                        } else if limits.wall_clock.is_some_and(|w| clock.elapsed() >= w) {
+                            Some(RunOutcome::WallClock)
+                        } else {
+                            None
+                        };
+                        let status = |fabric: &Fabric, s: &mut Scheduler<Ev, WheelQueue<_>>| Status {
+                            completed: fabric.flows_completed(),
+                            events: events - fabric.shared_events(),
+                            next: s.next_time(),
+                            first_sent,
+                            stop,
+                        };
+                        for (other, items) in to.into_iter().enumerate() {
+                            if other != me {
+                                let status = status(&fabric, &mut s);
+                                // A partition that stopped early has dropped its inbox: nothing to do.
+                                let _ = senders[other].send(Message {
+                                    from: me,
+                                    window,
+                                    items,
+                                    status,
+                                });
+                            }
+                        }
+                        let (mut got, later): (Vec<Message>, Vec<Message>) =
+                            std::mem::take(&mut early).into_iter().partition(|m| m.window == window);
+                        early = later;
+                        while got.len() < n - 1 {
+                            match inbox.recv_timeout(std::time::Duration::from_millis(50)) {
+                                Ok(m) if m.window == window => got.push(m),
+                                Ok(m) => early.push(m),
+                                Err(mpsc::RecvTimeoutError::Timeout) => {
+                                    assert!(
+                                        !failed.load(std::sync::atomic::Ordering::Relaxed),
+                                        "another partition's thread failed"
+                                    );
+                                }
+                                Err(mpsc::RecvTimeoutError::Disconnected) => panic!("a partition's thread ended early"),
+                            }
+                        }
+                        got.sort_by_key(|m| m.from);
+                        let own = status(&fabric, &mut s);
+                        // In partition order, so that every partition decides alike.
+                        let mut statuses: Vec<(usize, &Status)> = got.iter().map(|m| (m.from, &m.status)).collect();
+                        statuses.push((me, &own));
+                        statuses.sort_by_key(|&(from, _)| from);
+                        let statuses: Vec<&Status> = statuses.into_iter().map(|(_, st)| st).collect();
+                        let next = decide(&statuses, window_end, end_time, n_flows, max_events);
+                        for m in got.iter_mut() {
+                            fabric.take_in(&mut s, std::mem::take(&mut m.items));
+                        }
+                        match next {
+                            Next::Window(t) => start = t,
+                            done => {
+                                let counted = events - fabric.shared_events();
+                                return (fabric, done, counted, s.now());
+                            }
+                        }
+                    }
+                    unreachable!("windows never run out")
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a partition's thread panicked"))
+            .collect()
+    });
+    let mut events = 0;
+    let mut end = SimTime::ZERO;
+    let mut merged: Option<Fabric> = None;
+    let mut outcome = RunOutcome::EndTime;
+    for (fabric, next, counted, now) in results {
+        match next {
+            Next::OneThread(why) => return Outcome::NeedsOneThread(why),
+            Next::End(o) => outcome = o,
+            Next::Window(_) => unreachable!("threads return when the run ends"),
+        }
+        events += counted;
+        end = end.max(now);
+        match merged.as_mut() {
+            None => merged = Some(fabric),
+            Some(m) => m.absorb(fabric),
+        }
+    }
+    let fabric = merged.expect("at least two partitions");
+    let report = RunReport {
+        outcome,
+        events,
+        end,
+        wall_elapsed: clock.elapsed(),
+    };
+    Outcome::Done(Box::new(fabric), report)
+}

@@ -1,0 +1,184 @@
+//! `fabricsim run --threads N` (the fabric split by pod, one partition per thread,
+//! `fabrics/src/engine/partition.rs`): every output file but `timing.json` is byte-for-byte
+//! the single-threaded run's, on RoCEv2 with PFC pauses, on the base Ethernet fabric with
+//! drops and go-back-N, at its end time and when every flow finishes first (run again on one
+//! thread); what cannot be split is refused with the reason.
+
+use fabricsim_tests::{fabricsim, s};
+use std::path::{Path, PathBuf};
+
+/// A k=4 fat-tree (4 pods) permutation of `size` bytes per host, links of 100 Gb/s and
+/// 1 us: `fabric` is the `[fabric]` table and any table after it.
+fn fat_tree(name: &str, fabric: &str, size: &str, end: &str) -> String {
+    format!(
+        r#"[scenario]
+name = "{name}"
+seed = 7
+[topology]
+kind = "fat_tree"
+k = 4
+host_link = {{ rate = "100Gbps", delay = "1us" }}
+fabric_link = {{ rate = "100Gbps", delay = "1us" }}
+{fabric}
+[[workload]]
+kind = "permutation"
+size = "{size}"
+[run]
+end_time = "{end}"
+"#
+    )
+}
+
+const ROCE_PFC: &str = r#"[fabric]
+kind = "rocev2"
+mtu = "4000B"
+[fabric.roce]
+buffer = "1MiB"
+lossless = [3]
+lossy = [0, 6]
+alpha_shift = 4
+acks = true
+[fabric.latency]
+nic_tx = "0s"
+nic_rx = "0s"
+"#;
+
+/// Tail drop at 64 KiB per port: many drops, recovered by go-back-N.
+const ETHERNET_DROPS: &str = r#"[fabric]
+kind = "ethernet"
+mtu = "4000B"
+buffer = { kind = "per_port_tail_drop", size = "64KiB" }
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Every file of results directory `dir` but `timing.json`, by name.
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "timing.json"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `file` on one thread and on `threads`, asserts both succeed and wrote the same
+/// files; returns the single-threaded summary.
+fn same_on(dir: &Path, file: &Path, threads: u32) -> serde_json::Value {
+    let one = dir.join(format!("{}-1", file.file_stem().unwrap().to_string_lossy()));
+    let many = dir.join(format!("{}-{threads}", file.file_stem().unwrap().to_string_lossy()));
+    let r1 = fabricsim(&["run", s(file), "--out", s(&one), "-q"]);
+    assert_eq!(r1.code, 0, "{}", r1.stderr);
+    let rn = fabricsim(&[
+        "run",
+        s(file),
+        "--out",
+        s(&many),
+        "-q",
+        "--threads",
+        &threads.to_string(),
+    ]);
+    assert_eq!(rn.code, 0, "{}", rn.stderr);
+    let (a, b) = (outputs(&one), outputs(&many));
+    assert_eq!(
+        a.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        b.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(
+            x == y,
+            "{name} differs between 1 and {threads} threads ({})",
+            file.display()
+        );
+    }
+    serde_json::from_slice(&a.iter().find(|f| f.0 == "summary.json").unwrap().1).unwrap()
+}
+
+#[test]
+fn rocev2_with_pauses_is_the_same_on_two_and_four_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "roce", &fat_tree("roce", ROCE_PFC, "1GB", "300us"));
+    let summary = same_on(dir.path(), &file, 2);
+    // The comparison means something: PAUSE frames crossed the fabric, packets crossed pods.
+    let roce: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("roce-1/roce.json")).unwrap()).unwrap();
+    assert!(roce["totals"]["pause_frames"].as_u64().unwrap() > 0, "{roce}");
+    assert!(summary["packets"]["delivered"].as_u64().unwrap() > 1000, "{summary}");
+    assert_eq!(summary["run"]["outcome"], "end_time");
+    same_on(dir.path(), &file, 4);
+}
+
+#[test]
+fn ethernet_with_drops_is_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "eth", &fat_tree("eth", ETHERNET_DROPS, "1GB", "300us"));
+    let summary = same_on(dir.path(), &file, 2);
+    assert!(summary["packets"]["dropped"].as_u64().unwrap() > 0, "{summary}");
+}
+
+/// Every flow finishes before the end time: the run ends at an event only the whole fabric
+/// can place, so it is run again on one thread, with the same results.
+#[test]
+fn a_run_whose_flows_all_finish_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "done", &fat_tree("done", ROCE_PFC, "200kB", "10ms"));
+    let summary = same_on(dir.path(), &file, 2);
+    assert_eq!(summary["run"]["outcome"], "completed", "{summary}");
+}
+
+#[test]
+fn what_cannot_be_split_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let ib = r#"[fabric]
+kind = "infiniband"
+mtu = "4KiB"
+"#;
+    let cases = [
+        (fat_tree("ib", ib, "1MiB", "50us"), 2, "credit links"),
+        (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "4 pod(s) for 8 threads"),
+        (
+            fat_tree(
+                "ecn",
+                &ROCE_PFC.replace(
+                    "acks = true",
+                    "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
+                ),
+                "1MiB",
+                "50us",
+            ),
+            2,
+            "ECN marking",
+        ),
+    ];
+    for (i, (text, threads, why)) in cases.iter().enumerate() {
+        let file = write(dir.path(), &format!("case{i}"), text);
+        let out = dir.path().join(format!("case{i}-out"));
+        let r = fabricsim(&[
+            "run",
+            s(&file),
+            "--out",
+            s(&out),
+            "-q",
+            "--threads",
+            &threads.to_string(),
+        ]);
+        assert_eq!(r.code, 2, "case {i}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("refusing --threads") && r.stderr.contains(why),
+            "case {i}: {}",
+            r.stderr
+        );
+        assert!(!out.exists(), "case {i}: nothing is written");
+    }
+}
