@@ -2,6 +2,7 @@
 # Runs the speed-mirror scenarios with one or more fabricsim binaries, interleaved, best of
 # REPS (default 3), and prints M link-hops/s and CPU us per link-hop for each.
 # Usage: scenarios/bench/compare.sh BIN [BIN...]   (e.g. an old build beside target/release/fabricsim)
+# With THREADS=N each fabricsim run is `fabricsim run --threads N` (the fabric split by pod).
 # Figures go into docs/performance.md; the machine is shared and noisy: compare in one run.
 #
 # With HTSIM=<htsim_roce binary> and CM=<dir of htsim's .cm files> (built and generated outside
@@ -12,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 REPS=${REPS:-3}
+THREADS=${THREADS:-1}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 printf '%-28s %-40s %12s %12s %10s\n' scenario binary "M hops/s" "us/hop" "link-hops"
@@ -37,7 +39,7 @@ for sc in ${SCENARIOS:-roce_mirror_k8_perm roce_mirror_k16_perm roce_mirror_k16_
     for bin in "$@"; do
       d="$out/$(basename "$bin")-$sc"
       rm -rf "$d"
-      "$bin" run "$sc.toml" --out "$d" -q > /dev/null
+      "$bin" run "$sc.toml" --out "$d" -q --threads "$THREADS" > /dev/null
       w=$(python3 -c "import json;print(json.load(open('$d/timing.json'))['wall_seconds'])")
       if [[ -z "${best[$bin]:-}" ]] || python3 -c "import sys;sys.exit(0 if $w < ${best[$bin]} else 1)"; then
         best[$bin]=$w

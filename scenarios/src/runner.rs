@@ -258,38 +258,45 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             fabrics.push(f);
         }
         match crate::partitioned::run(fabrics, &limits, interrupt) {
-            crate::partitioned::Outcome::Done(f, report) => (*f, Some(report)),
-            crate::partitioned::Outcome::NeedsOneThread(why) => {
+            crate::partitioned::Outcome::Done(f, report) => (*f, Ok(report)),
+            crate::partitioned::Outcome::NeedsOneThread(why, spent) => {
                 tracing::warn!(scenario = %sc.name, "{why}: running again on one thread for the exact end");
-                (fresh()?, None)
+                (fresh()?, Err(spent))
             }
         }
     } else {
-        (fabric, None)
+        (fabric, Err(std::time::Duration::ZERO))
     };
     let mut sched = fabric.scheduler::<WheelQueue<_>>();
     let mut last_print = std::time::Duration::ZERO;
     let show = opts.progress;
-    let report = if let Some(report) = partitioned {
-        report
-    } else {
-        crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
-            // A signal ends the run as a budget does (outcome `interrupted`, results written).
-            if interrupt.count() > 0 {
-                return ControlFlow::Break(());
+    // `Err`: the wall time spent on partitions before running on one thread (counted in).
+    let report = match partitioned {
+        Ok(report) => report,
+        Err(spent) => {
+            let report =
+                crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
+                    // A signal ends the run as a budget does (outcome `interrupted`, results written).
+                    if interrupt.count() > 0 {
+                        return ControlFlow::Break(());
+                    }
+                    if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
+                        last_print = p.wall_elapsed;
+                        eprintln!(
+                            "  ... simulated {:.3} ms, {} events ({:.1} M/s), {} pending",
+                            p.now.ps() as f64 / 1e9,
+                            p.events,
+                            p.events as f64 / p.wall_elapsed.as_secs_f64().max(1e-9) / 1e6,
+                            p.pending
+                        );
+                    }
+                    ControlFlow::Continue(())
+                });
+            RunReport {
+                wall_elapsed: report.wall_elapsed + spent,
+                ..report
             }
-            if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
-                last_print = p.wall_elapsed;
-                eprintln!(
-                    "  ... simulated {:.3} ms, {} events ({:.1} M/s), {} pending",
-                    p.now.ps() as f64 / 1e9,
-                    p.events,
-                    p.events as f64 / p.wall_elapsed.as_secs_f64().max(1e-9) / 1e6,
-                    p.pending
-                );
-            }
-            ControlFlow::Continue(())
-        })
+        }
     };
     // Signals so far belong to the simulation; one more while writing stops the writing.
     let seen = interrupt.count();
