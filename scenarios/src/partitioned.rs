@@ -241,6 +241,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) 
                             Next::Window(t) => start = t,
                             done => {
                                 let counted = events - fabric.shared_events();
+                                crate::proc_stats::note_thread_cpu();
                                 return (fabric, done, counted, s.now());
                             }
                         }

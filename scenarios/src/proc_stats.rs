@@ -2,11 +2,28 @@
 //! `timing.json` and the benchmark. Linux `/proc`; `None` where it is not available. Never
 //! read inside the simulation (the figures differ between identical runs).
 
-/// CPU time this process has run so far, seconds (`/proc/self/schedstat`, first field, ns).
+/// CPU time this process has run so far, seconds: the main thread's (`/proc/self/schedstat`,
+/// first field, ns) and that of the worker threads that have ended (`fabricsim run --threads`).
 pub fn cpu_seconds() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/self/schedstat").ok()?;
-    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
-    Some(ns as f64 / 1e9)
+    let ns = schedstat_ns("/proc/self/schedstat")?;
+    let workers = WORKER_CPU_NS.load(std::sync::atomic::Ordering::Relaxed);
+    Some((ns + workers) as f64 / 1e9)
+}
+
+/// CPU time of the threads that have ended, ns: a thread adds its own
+/// ([`note_thread_cpu`]) as it ends, since `/proc/self/schedstat` counts the main thread only.
+static WORKER_CPU_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Adds the calling thread's CPU time to the process's (call it last thing in a worker thread).
+pub fn note_thread_cpu() {
+    if let Some(ns) = schedstat_ns("/proc/thread-self/schedstat") {
+        WORKER_CPU_NS.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn schedstat_ns(path: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// Peak resident set size of this process, bytes (`VmHWM` of `/proc/self/status`).
