@@ -350,8 +350,9 @@ impl Fabric {
         }
         port_base.push(acc);
         let n_ports = acc;
-        let flow_origins = if cfg.roce.is_some() { flows.len() as u64 } else { 0 };
-        let origins = 3u64 * n_ports as u64 + n_hosts as u64 + 1 + flow_origins;
+        // As `Fabric::n_origins` counts them (with the rate-sampling origin).
+        let flow_origins = if cfg.roce.is_some() { flows.len() as u64 + 1 } else { 0 };
+        let origins = 4u64 * n_ports as u64 + n_hosts as u64 + 1 + flow_origins;
         if origins > sim_core::queue::MAX_ORIGINS as u64 {
             return Err(EngineError::TooLarge(format!(
                 "{n_ports} ports and {n_hosts} hosts exceed the scheduler's origin space"
@@ -629,7 +630,8 @@ impl Fabric {
         } else {
             0
         };
-        3 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + flow_timers
+        // Ports, their links' data and control pipes, NICs, the workload, port timers.
+        4 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + flow_timers
     }
 
     /// A scheduler sized for this fabric with the first flow arrival scheduled.
@@ -645,16 +647,29 @@ impl Fabric {
     }
 
     fn workload_origin(&self) -> Origin {
-        Origin(2 * self.ports.len() as u32 + self.nics.len() as u32)
+        Origin(3 * self.ports.len() as u32 + self.nics.len() as u32)
     }
     fn nic_origin(&self, host: u32) -> Origin {
-        Origin(2 * self.ports.len() as u32 + host)
+        Origin(3 * self.ports.len() as u32 + host)
     }
     fn pipe_origin(&self, port: u32) -> Origin {
-        Origin(self.ports.len() as u32 + port)
+        Origin(self.ports.len() as u32 + 2 * port)
+    }
+    /// The origin of the arrivals of link-level control frames (PFC) sent by port `port`:
+    /// its own, right after its data pipe's, so that a frame and a packet arriving over one
+    /// link at the same instant are ordered by origin (the packet first), not by which was
+    /// scheduled first: partitions (`partition.rs`) schedule a link's arrivals when they take
+    /// them in. Against every other event the order is the data pipe's. Where the far end
+    /// takes flow-control packets in lazily (credit links) the data pipe's origin stays:
+    /// `Scheduler::precedes_current` orders those by it.
+    fn ctrl_origin(&self, port: u32) -> Origin {
+        if self.ports[port as usize].fc_out_lazy {
+            return self.pipe_origin(port);
+        }
+        Origin(self.ports.len() as u32 + 2 * port + 1)
     }
     fn timer_origin(&self, port: u32) -> Origin {
-        Origin(2 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + port)
+        Origin(3 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + port)
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -833,7 +848,7 @@ impl Fabric {
         let pipe = &mut self.ctrl_links[x as usize].pipe;
         let frame = pipe.pop_due(now);
         if let Some(next) = pipe.head_time() {
-            let o = self.pipe_origin(p);
+            let o = self.ctrl_origin(p);
             s.schedule(next, o, Ev::CtrlArrive(p));
         }
         match frame.kind {
@@ -907,7 +922,7 @@ impl Fabric {
         } else if lazy {
             self.ib_fc_on_its_way(s, x, p, arrive, first);
         } else if first {
-            let o = self.pipe_origin(p);
+            let o = self.ctrl_origin(p);
             s.schedule(arrive, o, Ev::CtrlArrive(p));
         }
         done

@@ -11,14 +11,17 @@
 //! ([`Fabric::take_in`]) before the next window starts at the earliest event anywhere.
 //!
 //! Why the results are the single-threaded run's: a partition holds all the state of its
-//! nodes (ports, queues, MMUs, PFC, NICs, the two ends of the flows it owns) and touches no
+//! nodes (ports, queues, MMUs, PFC, NICs, the ends of flows at its hosts) and touches no
 //! other node's, so it handles the same events as the whole run would at its nodes, in the
-//! same order. Events are ordered by `(time, origin, sequence number)`; the only events a
-//! partition does not schedule itself are the arrivals over links from another partition,
-//! whose origin is that link's pipe, which no other node schedules for; their place among
-//! events of the same time and origin follows from the order they were sent in, which
-//! the hand-over keeps. `tests/tests/partitions.rs` compares every output file of runs on
-//! one and on two threads.
+//! same order. Events are ordered by `(time, origin, sequence number)`, and the sequence
+//! number (the order of scheduling) only decides between events of one time and origin. The
+//! only events a partition does not schedule itself are the arrivals over links from another
+//! partition: a link's packets and its control frames each have an origin of their own
+//! (`Fabric::pipe_origin`, `Fabric::ctrl_origin`) that no other event has, and at most one
+//! arrival of each is pending at a time, so their order needs no sequence number. Flow
+//! arrivals (`Ev::FlowArrival`) are handled by every partition, which starts its own
+//! sources' flows; counted once. `tests/tests/partitions.rs` compares every output file of
+//! runs on one thread and on two and four.
 //!
 //! What cannot be split this way is refused ([`Fabric::partition_refusal`]): credit links
 //! (InfiniBand, NVLink, PCIe: a credit device takes flow-control packets in lazily, out of
@@ -181,7 +184,7 @@ impl Fabric {
                     let (arrive, first) = self.ctrl_links[x as usize].pipe.push_fifo(at, frame);
                     debug_assert_eq!(arrive, at, "a link's frames arrive in sending order");
                     if first {
-                        let o = self.pipe_origin(port);
+                        let o = self.ctrl_origin(port);
                         s.schedule(arrive, o, Ev::CtrlArrive(port));
                     }
                 }

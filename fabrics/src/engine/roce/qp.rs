@@ -31,7 +31,7 @@ impl Fabric {
     }
 
     pub(in crate::engine) fn flow_timer_origin(&self, f: u32) -> Origin {
-        Origin(3 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + f)
+        Origin(4 * self.ports.len() as u32 + self.nics.len() as u32 + 1 + f)
     }
 
     /// Origin of the rate-sampling event (after every flow timer).
