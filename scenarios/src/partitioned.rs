@@ -4,7 +4,7 @@
 
 use fabrics::engine::{Crossing, Ev, Fabric, MAX_PARTITIONS};
 use fabrics::topology::Topology;
-use sim_core::{RunLimits, RunOutcome, RunReport, Scheduler, SimTime, Stopwatch, WheelQueue};
+use sim_core::{Model, RunLimits, RunOutcome, RunReport, Scheduler, SimTime, Stopwatch, WheelQueue};
 use std::ops::ControlFlow;
 use std::sync::mpsc;
 
@@ -63,6 +63,8 @@ pub enum Outcome {
 
 /// What a partition tells the others after each window.
 struct Status {
+    /// Its fabric says the run is over (a deadlock found, or every flow completed here).
+    finished: bool,
     completed: u64,
     events: u64,
     /// Its next event, before taking in what the others sent.
@@ -102,8 +104,8 @@ enum Next {
 fn decide(statuses: &[&Status], window_end: SimTime, end_time: SimTime, n_flows: u64, max_events: u64) -> Next {
     let completed: u64 = statuses.iter().map(|s| s.completed).sum();
     let events: u64 = statuses.iter().map(|s| s.events).sum();
-    if n_flows > 0 && completed == n_flows {
-        return Next::OneThread("every flow finished before the end time");
+    if completed == n_flows || statuses.iter().any(|s| s.finished) {
+        return Next::OneThread("the run ends before its end time (every flow finished, or a deadlock)");
     }
     if events > max_events {
         return Next::OneThread("the event budget ran out");
@@ -172,6 +174,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) 
                             None
                         };
                         let status = |fabric: &Fabric, s: &mut Scheduler<Ev, WheelQueue<_>>| Status {
+                            finished: fabric.finished(),
                             completed: fabric.flows_completed(),
                             events: events - fabric.shared_events(),
                             next: s.next_time(),
