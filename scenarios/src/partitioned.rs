@@ -10,38 +10,73 @@ use std::sync::mpsc;
 
 use crate::interrupt::Interrupt;
 
-/// The partition of each node for `n` partitions: whole pods, in order, `n` groups of
-/// nearly equal size; the nodes in no pod (a fat-tree's core switches) split the same way
-/// by their order. `Err` says why the topology cannot be split so.
+/// The partition of each node for `n` partitions: whole groups, in order, `n` runs of
+/// nearly equal size, where a group is a pod of a fat-tree or, in a topology without pods
+/// (leaf-spine), a leaf switch with the hosts on it; the nodes in no group (core or spine
+/// switches) split the same way by their order. `Err` says why the topology cannot be split.
 pub fn by_pod(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
+    use fabrics::topology::NodeKind;
     if !(2..=MAX_PARTITIONS).contains(&n) {
         return Err(format!("--threads must be between 1 and {MAX_PARTITIONS}"));
     }
-    let pods = topo
-        .graph
-        .node_indices()
-        .filter_map(|v| topo.graph[v].pod)
-        .max()
-        .map_or(0, |m| m as usize + 1);
-    if pods < n {
+    let g = &topo.graph;
+    // Shortest paths through tiers go up, then down: their buffers wait on one another in no
+    // cycle, so no PFC deadlock can form. A link within a tier (a ring) could close one
+    // across partitions, which none of them sees whole.
+    let tier = |v| match g[v] {
+        fabrics::topology::NodeInfo {
+            kind: NodeKind::Switch { tier },
+            ..
+        } => Some(tier),
+        _ => None,
+    };
+    if let Some(e) = g.edge_indices().find(|&e| {
+        let (a, b) = g.edge_endpoints(e).expect("an edge has ends");
+        tier(a).is_some() && tier(a) == tier(b)
+    }) {
+        let (a, b) = g.edge_endpoints(e).expect("an edge has ends");
         return Err(format!(
-            "a run is split by pod, and this topology has {pods} pod(s) for {n} threads (fat-trees have pods)"
+            "switches {} and {} of one tier are linked: routes may close a loop of PAUSE frames that only the whole \
+             fabric can detect",
+            g[a].name, g[b].name
         ));
     }
-    let podless = topo
-        .graph
+    let pods = g
         .node_indices()
-        .filter(|&v| topo.graph[v].pod.is_none())
-        .count();
+        .filter_map(|v| g[v].pod)
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    let group: Vec<Option<usize>> = if pods > 0 {
+        g.node_indices().map(|v| g[v].pod.map(|p| p as usize)).collect()
+    } else {
+        let leaves: Vec<_> = g
+            .node_indices()
+            .filter(|&v| matches!(g[v].kind, NodeKind::Switch { tier: 0 }))
+            .collect();
+        let leaf_of = |v| leaves.iter().position(|&l| l == v);
+        g.node_indices()
+            .map(|v| match g[v].kind {
+                NodeKind::Switch { tier: 0 } => leaf_of(v),
+                NodeKind::Host => g.neighbors(v).find_map(leaf_of),
+                _ => None,
+            })
+            .collect()
+    };
+    let groups = group.iter().flatten().max().map_or(0, |&m| m + 1);
+    if groups < n {
+        return Err(format!(
+            "a run is split by pod (or by leaf switch with its hosts), and this topology has {groups} for {n} threads"
+        ));
+    }
+    let ungrouped = group.iter().filter(|x| x.is_none()).count();
     let mut k = 0;
-    Ok(topo
-        .graph
-        .node_indices()
-        .map(|v| match topo.graph[v].pod {
-            Some(p) => (p as usize * n / pods) as u8,
+    Ok(group
+        .iter()
+        .map(|x| match x {
+            Some(p) => (p * n / groups) as u8,
             None => {
                 k += 1;
-                ((k - 1) * n / podless.max(1)) as u8
+                ((k - 1) * n / ungrouped.max(1)) as u8
             }
         })
         .collect())

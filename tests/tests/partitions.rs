@@ -2,9 +2,9 @@
 //! `fabrics/src/engine/partition.rs`): every output file but `timing.json` is byte-for-byte
 //! the single-threaded run's, on RoCEv2 with PFC pauses, on the base Ethernet fabric with
 //! drops and go-back-N, at its end time and when every flow finishes first (run again on one
-//! thread); what cannot be split is refused with the reason.
+//! thread), on a leaf-spine split by leaf; what cannot be split is refused with the reason.
 
-use fabricsim_tests::{fabricsim, s};
+use fabricsim_tests::{catalogue, fabricsim, s};
 use std::path::{Path, PathBuf};
 
 /// A k=4 fat-tree (4 pods) permutation of `size` bytes per host, links of 100 Gb/s and
@@ -137,6 +137,13 @@ fn a_run_whose_flows_all_finish_is_the_same() {
     assert_eq!(summary["run"]["outcome"], "completed", "{summary}");
 }
 
+/// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.
+#[test]
+fn a_leaf_spine_is_split_by_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    same_on(dir.path(), &catalogue("roce_v2_leaf_spine_permutation.toml"), 2);
+}
+
 #[test]
 fn what_cannot_be_split_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,7 +153,7 @@ mtu = "4KiB"
 "#;
     let cases = [
         (fat_tree("ib", ib, "1MiB", "50us"), 2, "credit links"),
-        (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "4 pod(s) for 8 threads"),
+        (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "has 4 for 8 threads"),
         (
             fat_tree(
                 "ecn",
@@ -161,6 +168,12 @@ mtu = "4KiB"
             "ECN marking",
         ),
     ];
+    // A ring of switches can close a loop of PAUSE frames across partitions.
+    let ring = catalogue("roce_ring_deadlock.toml");
+    let out = dir.path().join("ring-out");
+    let r = fabricsim(&["run", s(&ring), "--out", s(&out), "-q", "--threads", "2"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("of one tier are linked"), "{}", r.stderr);
     for (i, (text, threads, why)) in cases.iter().enumerate() {
         let file = write(dir.path(), &format!("case{i}"), text);
         let out = dir.path().join(format!("case{i}-out"));

@@ -28,7 +28,9 @@
 //! order with the events), flows that start on other flows' completion (a completion at one
 //! end of the fabric starts a flow at the other with no delay), random ECN marking (one
 //! random stream for the whole fabric), HPCC's in-band telemetry (keyed by packet), rate
-//! samples and packet capture (both in whole-fabric time order). A run that ends before its
+//! samples and packet capture (both in whole-fabric time order); the runner also refuses
+//! topologies whose routes could close a loop of PAUSE frames across partitions (links
+//! within a tier), which no partition's deadlock search would see whole. A run that ends before its
 //! end time (all flows finished, the event budget spent, the queue drained) ends at an
 //! event that only the whole fabric can place; the runner then runs it again on one thread.
 
