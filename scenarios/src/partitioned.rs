@@ -168,6 +168,9 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) 
     let n_flows = fabrics[0].flows().len() as u64;
     // Every partition sees the same links, so the same lookahead; none crossing: one window.
     let lookahead_ps = fabrics[0].lookahead().map_or(u64::MAX, |d| d.ps());
+    if lookahead_ps == 0 {
+        return Outcome::NeedsOneThread("a link between partitions has no delay", clock.elapsed());
+    }
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel::<Message>()).unzip();
     let failed = std::sync::atomic::AtomicBool::new(false);
     let results: Vec<(Fabric, Next, u64, SimTime)> = std::thread::scope(|scope| {
