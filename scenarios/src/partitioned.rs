@@ -159,8 +159,8 @@ fn decide(statuses: &[&Status], window_end: SimTime, end_time: SimTime, n_flows:
 }
 
 /// Runs `fabrics` (one per partition, `set_partition` done, in partition order) to `limits`,
-/// each on its own thread.
-pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) -> Outcome {
+/// each on its own thread; with `progress`, partition 0 prints a line on stderr every 2 s.
+pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, progress: bool) -> Outcome {
     let clock = Stopwatch::start();
     let n = fabrics.len();
     let end_time = limits.end_time.unwrap_or(SimTime::MAX);
@@ -187,6 +187,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) 
                     let mut start = SimTime::ZERO;
                     let mut events = 0u64;
                     let mut early: Vec<Message> = Vec::new();
+                    let mut last_print = std::time::Duration::ZERO;
                     for window in 0u64.. {
                         let window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
                         let window_limits = RunLimits {
@@ -275,11 +276,23 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt) 
                         statuses.sort_by_key(|&(from, _)| from);
                         let statuses: Vec<&Status> = statuses.into_iter().map(|(_, st)| st).collect();
                         let next = decide(&statuses, window_end, end_time, n_flows, max_events);
+                        let events_all: u64 = statuses.iter().map(|st| st.events).sum();
                         for m in got.iter_mut() {
                             fabric.take_in(&mut s, std::mem::take(&mut m.items));
                         }
                         match next {
-                            Next::Window(t) => start = t,
+                            Next::Window(t) => {
+                                let wall = clock.elapsed();
+                                if progress && me == 0 && wall >= last_print + std::time::Duration::from_secs(2) {
+                                    last_print = wall;
+                                    eprintln!(
+                                        "  ... simulated {:.3} ms, {events_all} events ({:.1} M/s) on {n} threads",
+                                        window_end.ps() as f64 / 1e9,
+                                        events_all as f64 / wall.as_secs_f64().max(1e-9) / 1e6,
+                                    );
+                                }
+                                start = t
+                            }
                             done => {
                                 let counted = events - fabric.shared_events();
                                 crate::proc_stats::note_thread_cpu();

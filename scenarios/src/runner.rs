@@ -257,7 +257,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             f.set_partition(parts.clone(), me);
             fabrics.push(f);
         }
-        match crate::partitioned::run(fabrics, &limits, interrupt) {
+        match crate::partitioned::run(fabrics, &limits, interrupt, opts.progress) {
             crate::partitioned::Outcome::Done(f, report) => (*f, Ok(report)),
             crate::partitioned::Outcome::NeedsOneThread(why, spent) => {
                 tracing::warn!(scenario = %sc.name, "{why}: running again on one thread for the exact end");
