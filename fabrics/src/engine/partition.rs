@@ -123,10 +123,10 @@ impl Fabric {
             .min()
     }
 
-    /// Port `p` has just put `w` on its link, arriving at `at`, and the far end is in
-    /// another partition: the item leaves this fabric (its place on the link is kept, so the
-    /// next item still arrives after it).
-    #[cold]
+    /// Port `p` has just put a packet on its link, arriving at `at`, and the far end is in
+    /// another partition: the packet leaves this fabric (its place on the link is kept, so
+    /// the next one still arrives after it). Not inlined: the one-thread path stays small.
+    #[inline(never)]
     pub(super) fn send_across(&mut self, p: u32, at: SimTime) {
         let (_, lane) = self.ports[p as usize].pipe.take_last().expect("just pushed");
         let packet = *self.packets.get(lane.id);
@@ -145,7 +145,7 @@ impl Fabric {
     }
 
     /// [`Fabric::send_across`] for a control frame: the pipe is the far port `x`'s.
-    #[cold]
+    #[inline(never)]
     pub(super) fn send_frame_across(&mut self, p: u32, x: u32, at: SimTime) {
         let (_, frame) = self.ctrl_links[x as usize].pipe.take_last().expect("just pushed");
         let ps = self.part.as_mut().expect("partitioned");
