@@ -14,7 +14,7 @@ use crate::interrupt::Interrupt;
 /// nearly equal size, where a group is a pod of a fat-tree or, in a topology without pods
 /// (leaf-spine), a leaf switch with the hosts on it; the nodes in no group (core or spine
 /// switches) split the same way by their order. `Err` says why the topology cannot be split.
-pub fn by_pod(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
+pub fn groups_of_nodes(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
     use fabrics::topology::NodeKind;
     if !(2..=MAX_PARTITIONS).contains(&n) {
         return Err(format!("--threads must be between 1 and {MAX_PARTITIONS}"));
@@ -97,6 +97,7 @@ pub enum Outcome {
 }
 
 /// What a partition tells the others after each window.
+#[derive(Clone)]
 struct Status {
     /// Its fabric says the run is over (a deadlock found, or every flow completed here).
     finished: bool,
@@ -212,9 +213,11 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                         } else {
                             None
                         };
-                        let status = |fabric: &Fabric, s: &mut Scheduler<Ev, WheelQueue<_>>| Status {
+                        // Before taking in what the others sent: every partition's `next`
+                        // covers its own events only, their `first_sent` the rest.
+                        let own = Status {
                             finished: fabric.finished(),
-                            completed: fabric.flows_completed(),
+                            completed: fabric.totals().flows_completed,
                             events: events - fabric.shared_events(),
                             next: s.next_time(),
                             first_sent,
@@ -222,7 +225,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                         };
                         for (other, items) in to.into_iter().enumerate() {
                             if other != me {
-                                let status = status(&fabric, &mut s);
+                                let status = own.clone();
                                 // A partition that stopped early has dropped its inbox: nothing to do.
                                 let _ = senders[other].send(Message {
                                     from: me,
@@ -269,7 +272,6 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                             }
                         }
                         got.sort_by_key(|m| m.from);
-                        let own = status(&fabric, &mut s);
                         // In partition order, so that every partition decides alike.
                         let mut statuses: Vec<(usize, &Status)> = got.iter().map(|m| (m.from, &m.status)).collect();
                         statuses.push((me, &own));

@@ -143,15 +143,15 @@ fn check_routable(loaded: &Loaded, built: &Built, routes: Routes) -> Result<Rout
     Ok(fabric.into_routes())
 }
 
-/// The partition of each node and the number of partitions for a run on `threads` threads
-/// (`partitioned.rs`), or why this run cannot be split.
+/// The partition of each node for a run on `threads` threads (`partitioned.rs`), or why this
+/// run cannot be split.
 fn partitions(
     loaded: &Loaded,
     topology: &fabrics::topology::Topology,
     fabric: &Fabric,
     sampled: bool,
     threads: usize,
-) -> Result<(Vec<u8>, u8), RunError> {
+) -> Result<Vec<u8>, RunError> {
     let refuse = |message: String| RunError::Threads {
         file: loaded.file.clone(),
         threads: threads as u32,
@@ -165,8 +165,7 @@ fn partitions(
     if let Some(why) = fabric.partition_refusal() {
         return Err(refuse(why));
     }
-    let parts = crate::partitioned::by_pod(topology, threads).map_err(refuse)?;
-    Ok((parts, threads as u8))
+    crate::partitioned::groups_of_nodes(topology, threads).map_err(refuse)
 }
 
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is
@@ -244,7 +243,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     // On several threads: this fabric becomes partition 0 and the others are built alike; a
     // run that must end on one thread gets a fresh fabric (`partitioned.rs`).
     let (mut fabric, partitioned) = if opts.threads > 1 {
-        let (parts, n) = partitions(&loaded, &topology, &fabric, sampler.is_some(), opts.threads as usize)?;
+        let parts = partitions(&loaded, &topology, &fabric, sampler.is_some(), opts.threads as usize)?;
         let (routes, engine) = (fabric.routes().clone(), fabric.config().clone());
         let fresh = || {
             Fabric::with_deps(&topology, routes.clone(), engine.clone(), built_flows.clone(), &deps)
@@ -252,7 +251,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         };
         fabric.set_partition(parts.clone(), 0);
         let mut fabrics = vec![fabric];
-        for me in 1..n {
+        for me in 1..opts.threads as u8 {
             let mut f = fresh()?;
             f.set_partition(parts.clone(), me);
             fabrics.push(f);

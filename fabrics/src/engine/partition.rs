@@ -64,6 +64,9 @@ pub enum Crossing {
     Frame { port: u32, at: SimTime, frame: CtrlFrame },
 }
 
+/// Why random ECN marking (the base fabric's or RoCEv2's) keeps a run whole.
+pub(super) const RANDOM_MARKING: &str = "ECN marking draws from one random stream for the whole fabric";
+
 /// Most partitions a run can have (a node's partition is a byte).
 pub const MAX_PARTITIONS: usize = 64;
 
@@ -81,7 +84,7 @@ impl Fabric {
             );
         }
         if !matches!(self.marking, AnyMarking::None) {
-            return Some("ECN marking draws from one random stream for the whole fabric".into());
+            return Some(RANDOM_MARKING.into());
         }
         if self.capture.is_some() {
             return Some("packet capture ([output] pcap) records the whole fabric in time order".into());
@@ -206,11 +209,6 @@ impl Fabric {
         {
             ps.shared_events += 1;
         }
-    }
-
-    /// Flows completed in this partition (at their destinations).
-    pub fn flows_completed(&self) -> u64 {
-        self.totals.flows_completed
     }
 
     /// Folds partition `other` (of the same run, at the same end) into this one, which then

@@ -281,7 +281,7 @@ impl RoceState {
     /// (`engine/partition.rs`), if anything.
     pub(in crate::engine) fn partition_refusal(&self) -> Option<&'static str> {
         if self.ecn.is_some() {
-            return Some("ECN marking draws from one random stream for the whole fabric");
+            return Some(super::partition::RANDOM_MARKING);
         }
         if self.int.is_some() {
             return Some("HPCC's in-band telemetry is kept by packet");
