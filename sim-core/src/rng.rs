@@ -19,8 +19,8 @@ pub mod stream {
     pub const WORKLOAD: u64 = 1 << 40;
     /// Per-switch ECMP hash seeds (far from `WORKLOAD + i`, the per-workload streams).
     pub const ECMP_SEEDS: u64 = 1 << 41;
-    /// RED/ECN marking decisions of a RoCEv2 fabric (one stream for all switches; draws
-    /// happen in event order).
+    /// RED/ECN marking decisions: egress port `p` draws from `ECN_MARKING + p` (ports are
+    /// fewer than 2^24), in its own event order.
     pub const ECN_MARKING: u64 = 1 << 42;
 }
 

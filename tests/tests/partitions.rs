@@ -1,7 +1,7 @@
 //! `fabricsim run --threads N` (the fabric split by pod, one partition per thread,
 //! `fabrics/src/engine/partition.rs`): every output file but `timing.json` is byte-for-byte
 //! the single-threaded run's, on RoCEv2 with PFC pauses, on the base Ethernet fabric with
-//! drops and go-back-N, at its end time and when every flow finishes first (run again on one
+//! drops and go-back-N, with DCQCN and ECN marks, at its end time and when every flow finishes first (run again on one
 //! thread), on a leaf-spine split by leaf; what cannot be split is refused with the reason.
 
 use fabricsim_tests::{catalogue, fabricsim, s};
@@ -119,6 +119,27 @@ fn rocev2_with_pauses_is_the_same_on_two_and_four_threads() {
     same_on(dir.path(), &file, 4);
 }
 
+/// DCQCN: each egress port draws its ECN marks from a stream of its own
+/// (`models/marking.rs`), so a partition makes the same draws as the whole run; CNPs cross
+/// partitions like any packet.
+#[test]
+fn dcqcn_with_ecn_marks_is_the_same_on_two_and_four_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    // RoCEv2 with PFC, ECN marking by the DCQCN paper's RED and DCQCN at the senders.
+    let dcqcn = ROCE_PFC.replace(
+        "acks = true",
+        "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
+    );
+    let file = write(dir.path(), "dcqcn", &fat_tree("dcqcn", &dcqcn, "1GB", "300us"));
+    same_on(dir.path(), &file, 2);
+    let roce: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("dcqcn-1/roce.json")).unwrap()).unwrap();
+    let totals = &roce["totals"];
+    assert!(totals["ecn_marked"].as_u64().unwrap() > 20, "{totals}");
+    assert!(totals["cnps_received"].as_u64().unwrap() > 10, "{totals}");
+    same_on(dir.path(), &file, 4);
+}
+
 #[test]
 fn ethernet_with_drops_is_the_same_on_two_threads() {
     let dir = tempfile::tempdir().unwrap();
@@ -156,16 +177,13 @@ mtu = "4KiB"
         (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "has 4 for 8 threads"),
         (
             fat_tree(
-                "ecn",
-                &ROCE_PFC.replace(
-                    "acks = true",
-                    "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
-                ),
+                "hpcc",
+                &ROCE_PFC.replace("acks = true", "acks = true\ncc = { kind = \"hpcc\" }"),
                 "1MiB",
                 "50us",
             ),
             2,
-            "ECN marking",
+            "in-band telemetry",
         ),
     ];
     // A ring of switches can close a loop of PAUSE frames across partitions.

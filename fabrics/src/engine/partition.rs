@@ -26,8 +26,7 @@
 //! What cannot be split this way is refused ([`Fabric::partition_refusal`]): credit links
 //! (InfiniBand, NVLink, PCIe: a credit device takes flow-control packets in lazily, out of
 //! order with the events), flows that start on other flows' completion (a completion at one
-//! end of the fabric starts a flow at the other with no delay), random ECN marking (one
-//! random stream for the whole fabric), HPCC's in-band telemetry (keyed by packet), rate
+//! end of the fabric starts a flow at the other with no delay), HPCC's in-band telemetry (keyed by packet), rate
 //! samples and packet capture (both in whole-fabric time order); the runner also refuses
 //! topologies whose routes could close a loop of PAUSE frames across partitions (links
 //! within a tier), which no partition's deadlock search would see whole. A run that ends before its
@@ -64,9 +63,6 @@ pub enum Crossing {
     Frame { port: u32, at: SimTime, frame: CtrlFrame },
 }
 
-/// Why random ECN marking (the base fabric's or RoCEv2's) keeps a run whole.
-pub(super) const RANDOM_MARKING: &str = "ECN marking draws from one random stream for the whole fabric";
-
 /// Most partitions a run can have (a node's partition is a byte).
 pub const MAX_PARTITIONS: usize = 64;
 
@@ -82,9 +78,6 @@ impl Fabric {
             return Some(
                 "flows that start on other flows' completion (collectives, training steps, dependencies)".into(),
             );
-        }
-        if !matches!(self.marking, AnyMarking::None) {
-            return Some(RANDOM_MARKING.into());
         }
         if self.capture.is_some() {
             return Some("packet capture ([output] pcap) records the whole fabric in time order".into());
@@ -260,6 +253,9 @@ impl Fabric {
             rec.packets_dropped += o.packets_dropped;
             rec.packets_marked += o.packets_marked;
             rec.bytes_delivered += o.bytes_delivered;
+        }
+        if let (AnyMarking::Red(a), AnyMarking::Red(b)) = (&mut self.marking, &mut other.marking) {
+            a.absorb(b, &theirs_port);
         }
         self.pkt_latency.merge(&other.pkt_latency);
         self.fct.merge(&other.fct);

@@ -156,27 +156,36 @@ impl RedParams {
     }
 }
 
-/// RED-style ECN marking with its own seeded random stream (derive it from
-/// `sim_core::RngStreams` with a stream id of its own, so marking never perturbs other
-/// components). One instance may serve all ports: draws happen in event order, which is
-/// deterministic.
+/// RED-style ECN marking, each egress port drawing from a seeded random stream of its own:
+/// port `p` draws from stream `first_stream + p` of `streams` (`sim_core::RngStreams`),
+/// made at its first draw (most ports never queue past Kmin, so most never have one).
+///
+/// Why a stream per port rather than one for the fabric: a port's draws then happen in its
+/// own event order, which is the same however the run is split (`fabricsim run --threads`
+/// hands a port's events to one partition), and the numbers one port draws do not shift
+/// when traffic elsewhere changes (common random numbers across the runs of a comparison).
 #[derive(Clone, Debug)]
 pub struct RedEcn {
     params: RedParams,
-    /// Boxed: the ChaCha state is ~300 B and would bloat [`AnyMarking`] (one per engine).
-    rng: Box<SimRng>,
+    streams: sim_core::RngStreams,
+    first_stream: u64,
+    /// Per port, its stream once it has drawn (boxed: the ChaCha state is ~300 B).
+    rngs: Vec<Option<Box<SimRng>>>,
     marked: u64,
 }
 
 impl RedEcn {
+    /// Marking by `params`, port `p` drawing from stream `first_stream + p` of `streams`.
     /// Panics on invalid parameters (the scenario loader checks them first).
-    pub fn new(params: RedParams, rng: SimRng) -> Self {
+    pub fn new(params: RedParams, streams: sim_core::RngStreams, first_stream: u64) -> Self {
         if let Err(e) = params.check() {
             panic!("invalid RED parameters: {e}");
         }
         RedEcn {
             params,
-            rng: Box::new(rng),
+            streams,
+            first_stream,
+            rngs: Vec::new(),
             marked: 0,
         }
     }
@@ -187,19 +196,45 @@ impl RedEcn {
     pub fn marked(&self) -> u64 {
         self.marked
     }
-    fn decide(&mut self, queued_bytes: u64) -> bool {
-        let m = self.params.decide(queued_bytes, &mut *self.rng);
+    fn decide(&mut self, port: u32, queued_bytes: u64) -> bool {
+        let p = &self.params;
+        // Outside (Kmin, Kmax] the answer needs no draw (and no stream).
+        let m = if queued_bytes <= p.kmin_bytes || queued_bytes > p.kmax_bytes {
+            queued_bytes > p.kmax_bytes
+        } else {
+            let i = port as usize;
+            if i >= self.rngs.len() {
+                self.rngs.resize(i + 1, None);
+            }
+            let (streams, id) = (self.streams, self.first_stream + port as u64);
+            let rng = self.rngs[i].get_or_insert_with(|| Box::new(streams.stream(id)));
+            p.decide(queued_bytes, &mut **rng)
+        };
         self.marked += m as u64;
         m
+    }
+
+    /// Takes another partition's state for the ports it ran (`theirs[p]`) and adds its count
+    /// (`fabrics::engine::partition`).
+    pub fn absorb(&mut self, o: &mut RedEcn, theirs: &[bool]) {
+        for (p, rng) in o.rngs.iter_mut().enumerate() {
+            if theirs.get(p).copied().unwrap_or(false) {
+                if p >= self.rngs.len() {
+                    self.rngs.resize(p + 1, None);
+                }
+                self.rngs[p] = rng.take();
+            }
+        }
+        self.marked += o.marked;
     }
 }
 
 impl Marking for RedEcn {
-    fn mark_on_dequeue(&mut self, _port: u32, queued_bytes: u64) -> bool {
-        self.params.point == MarkPoint::Dequeue && self.decide(queued_bytes)
+    fn mark_on_dequeue(&mut self, port: u32, queued_bytes: u64) -> bool {
+        self.params.point == MarkPoint::Dequeue && self.decide(port, queued_bytes)
     }
-    fn mark_on_enqueue(&mut self, _port: u32, queued_bytes: u64) -> bool {
-        self.params.point == MarkPoint::Enqueue && self.decide(queued_bytes)
+    fn mark_on_enqueue(&mut self, port: u32, queued_bytes: u64) -> bool {
+        self.params.point == MarkPoint::Enqueue && self.decide(port, queued_bytes)
     }
 }
 
@@ -270,7 +305,7 @@ mod tests {
             point: MarkPoint::Dequeue,
         };
         let run = |seed| {
-            let mut m = AnyMarking::Red(RedEcn::new(p, RngStreams::new(seed).stream(7)));
+            let mut m = AnyMarking::Red(RedEcn::new(p, RngStreams::new(seed), 7));
             (0..100_000).filter(|_| m.mark_on_dequeue(0, 25)).count()
         };
         let a = run(1);
@@ -278,18 +313,61 @@ mod tests {
         // p = 25%: 25 000 ± 5 sigma (sigma = 137).
         assert!((24_300..=25_700).contains(&a), "{a}");
         // Below Kmin never, above Kmax always, without consuming randomness.
-        let mut r = RedEcn::new(RedParams::dcqcn_paper(), RngStreams::new(1).stream(7));
+        let mut r = RedEcn::new(RedParams::dcqcn_paper(), RngStreams::new(1), 7);
         assert!(!r.mark_on_dequeue(0, 5_000));
         assert!(r.mark_on_dequeue(0, 200_001));
         assert!(!r.mark_on_enqueue(0, 200_001), "configured for dequeue");
         assert_eq!(r.marked(), 1);
     }
 
+    /// A port's marks depend on its own draws only, whatever other ports draw in between;
+    /// ports differ; a partition's ports carry on in the fabric that absorbs it.
+    #[test]
+    fn each_port_draws_from_a_stream_of_its_own() {
+        let p = RedParams {
+            kmin_bytes: 0,
+            kmax_bytes: 100,
+            pmax_ppm: PPM_ONE,
+            point: MarkPoint::Dequeue,
+        };
+        let fresh = || RedEcn::new(p, RngStreams::new(9), 100);
+        let mut alone = fresh();
+        let port1: Vec<bool> = (0..1000).map(|_| alone.mark_on_dequeue(1, 50)).collect();
+        let mut mixed = fresh();
+        let port1_mixed: Vec<bool> = (0..1000)
+            .map(|_| {
+                mixed.mark_on_dequeue(0, 50);
+                mixed.mark_on_dequeue(1, 50)
+            })
+            .collect();
+        assert_eq!(port1, port1_mixed);
+        let mut other = fresh();
+        let port0: Vec<bool> = (0..1000).map(|_| other.mark_on_dequeue(0, 50)).collect();
+        assert_ne!(port0, port1, "ports draw from different streams");
+        // Partition 0 ran port 0, partition 1 port 1; folded, port 1 goes on where it was.
+        let (mut a, mut b) = (fresh(), fresh());
+        for _ in 0..10 {
+            a.mark_on_dequeue(0, 50);
+        }
+        for _ in 0..10 {
+            b.mark_on_dequeue(1, 50);
+        }
+        let marked = a.marked() + b.marked();
+        let next_b: Vec<bool> = {
+            let mut c = b.clone();
+            (0..100).map(|_| c.mark_on_dequeue(1, 50)).collect()
+        };
+        a.absorb(&mut b, &[false, true]);
+        assert_eq!(a.marked(), marked);
+        let next_a: Vec<bool> = (0..100).map(|_| a.mark_on_dequeue(1, 50)).collect();
+        assert_eq!(next_a, next_b);
+    }
+
     #[test]
     fn enqueue_point() {
         let mut p = RedParams::onyx();
         p.point = MarkPoint::Enqueue;
-        let mut m = AnyMarking::Red(RedEcn::new(p, RngStreams::new(3).stream(1)));
+        let mut m = AnyMarking::Red(RedEcn::new(p, RngStreams::new(3), 1));
         assert!(m.mark_on_enqueue(0, 1_500_001));
         assert!(!m.mark_on_dequeue(0, 1_500_001));
         assert_eq!(m.name(), "red_ecn");

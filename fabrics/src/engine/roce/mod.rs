@@ -280,9 +280,6 @@ impl RoceState {
     /// What of this RoCEv2 configuration keeps a run from being split into partitions
     /// (`engine/partition.rs`), if anything.
     pub(in crate::engine) fn partition_refusal(&self) -> Option<&'static str> {
-        if self.ecn.is_some() {
-            return Some(super::partition::RANDOM_MARKING);
-        }
         if self.int.is_some() {
             return Some("HPCC's in-band telemetry is kept by packet");
         }
@@ -345,6 +342,9 @@ impl RoceState {
             *self.pause_edges.entry(k).or_insert(0) += d;
         }
         self.pause_maybe_cyclic |= o.pause_maybe_cyclic;
+        if let (Some(a), Some(b)) = (self.ecn.as_mut(), o.ecn.as_mut()) {
+            a.absorb(b, theirs_port);
+        }
         self.totals.absorb(&o.totals);
     }
 
@@ -566,7 +566,8 @@ impl Fabric {
         let ecn = cfg.ecn.map(|r| {
             RedEcn::new(
                 r,
-                sim_core::RngStreams::new(self.cfg.seed).stream(sim_core::rng::stream::ECN_MARKING),
+                sim_core::RngStreams::new(self.cfg.seed),
+                sim_core::rng::stream::ECN_MARKING,
             )
         });
         // Which flows run a queue pair, and at what line rate: the first network port on the
