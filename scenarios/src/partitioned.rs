@@ -1,6 +1,8 @@
 //! `fabricsim run --threads N`: one run split into partitions of the fabric by pod, one
 //! partition per thread, in conservative windows (`fabrics::engine::partition`), with
-//! every output equal to the single-threaded run's.
+//! every output equal to the single-threaded run's. The partitions fold into one fabric at
+//! the end time, or earlier when the run could end within the next window or the windows
+//! hold too little work ([`Pace`]); the run then goes on on one thread (the runner's loop).
 
 use fabrics::engine::{Crossing, Ev, Fabric, MAX_PARTITIONS};
 use fabrics::topology::Topology;
@@ -90,9 +92,14 @@ pub enum Outcome {
     /// At its end time, or stopped by the wall-clock budget or an interruption: the
     /// partitions folded into one fabric, and the run's report.
     Done(Box<Fabric>, RunReport),
-    /// It ends at an event only the whole fabric can place (all flows finished, the event
-    /// budget spent, nothing left to happen): run it on one thread. Says which, and the wall
-    /// time the partitions spent finding out (part of the run's).
+    /// Every flow may end within the next window, at an event only the whole fabric can
+    /// place (or nothing is left to happen): the partitions folded into one fabric and its
+    /// scheduler, to run on on one thread; `RunReport` is the partitioned part (its outcome
+    /// meaningless).
+    Continue(Box<Fabric>, Box<Scheduler<Ev, WheelQueue<Ev>>>, RunReport),
+    /// It ended at an event only the whole fabric can place (a deadlock, the event budget
+    /// spent): run it again on one thread. Says which, and the wall time the partitions
+    /// spent finding out (part of the run's).
     NeedsOneThread(&'static str, std::time::Duration),
 }
 
@@ -108,6 +115,9 @@ struct Status {
     /// The earliest arrival of what it sent.
     first_sent: Option<SimTime>,
     stop: Option<RunOutcome>,
+    /// Every flow may end within the next window as far as it knows
+    /// (`Fabric::may_all_end_within_lookahead`).
+    may_end: bool,
 }
 
 struct Message {
@@ -134,12 +144,52 @@ impl Drop for Failed<'_> {
 enum Next {
     Window(SimTime),
     End(RunOutcome),
+    /// Fold into one fabric and go on on one thread.
+    Fold,
     OneThread(&'static str),
 }
 
-fn decide(statuses: &[&Status], window_end: SimTime, end_time: SimTime, n_flows: u64, max_events: u64) -> Next {
+/// Windows between two looks at how much work a window holds ([`Pace`]).
+const PACE_WINDOWS: u64 = 256;
+/// Fewest events a partition must handle per window, on average over [`PACE_WINDOWS`], for
+/// the partitions to go on: below, the meeting at every window's end (a microsecond or two)
+/// costs more than the split saves, and the run goes on on one thread (an incast draining
+/// through one port handles about 70 events per 1 us window in all).
+const MIN_EVENTS_PER_WINDOW: u64 = 150;
+
+/// The events of the whole run at the last look at the pace.
+#[derive(Default)]
+struct Pace {
+    events: u64,
+}
+
+impl Pace {
+    /// After window `window` (counted from 0), with `events` handled by all partitions so
+    /// far: whether the windows since the last look held too little work. Every partition
+    /// computes it from the same numbers, so they all decide alike.
+    fn too_slow(&mut self, window: u64, events: u64, partitions: usize) -> bool {
+        if !(window + 1).is_multiple_of(PACE_WINDOWS) {
+            return false;
+        }
+        let per_window = (events - self.events) / PACE_WINDOWS / partitions as u64;
+        self.events = events;
+        per_window < MIN_EVENTS_PER_WINDOW
+    }
+}
+
+/// Folding is exact at any window boundary, so when to fold is a matter of speed only.
+fn decide(
+    statuses: &[&Status],
+    window_end: SimTime,
+    end_time: SimTime,
+    n_flows: u64,
+    max_events: u64,
+    slow: bool,
+) -> Next {
     let completed: u64 = statuses.iter().map(|s| s.completed).sum();
     let events: u64 = statuses.iter().map(|s| s.events).sum();
+    // Every flow finished: cannot happen after a window that began with some flow's last
+    // byte still to cross (the fold comes first), but checked all the same.
     if completed == n_flows || statuses.iter().any(|s| s.finished) {
         return Next::OneThread("the run ends before its end time (every flow finished, or a deadlock)");
     }
@@ -152,10 +202,15 @@ fn decide(statuses: &[&Status], window_end: SimTime, end_time: SimTime, n_flows:
     if window_end >= end_time {
         return Next::End(RunOutcome::EndTime);
     }
+    if slow || statuses.iter().all(|s| s.may_end) {
+        return Next::Fold;
+    }
     let next = statuses.iter().flat_map(|s| [s.next, s.first_sent]).flatten().min();
     match next {
         Some(t) => Next::Window(t.max(SimTime(window_end.ps() + 1))),
-        None => Next::OneThread("the fabric fell idle before the end time"),
+        // Nothing left anywhere: the fold's queue is empty, and the run on one thread ends
+        // at once, at the last event's time, as the single-threaded run would.
+        None => Next::Fold,
     }
 }
 
@@ -172,9 +227,26 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
     if lookahead_ps == 0 {
         return Outcome::NeedsOneThread("a link between partitions has no delay", clock.elapsed());
     }
+    // Every flow may end in the first window already: no partitioning to do.
+    if fabrics.iter().all(|f| f.may_all_end_within_lookahead()) {
+        let parts = fabrics
+            .into_iter()
+            .map(|f| (f.scheduler(), f))
+            .map(|(s, f)| (f, s, 0))
+            .collect();
+        let (mut fabric, sched, _) = fold(parts);
+        fabric.end_partitions();
+        let report = RunReport {
+            outcome: RunOutcome::EndTime,
+            events: 0,
+            end: SimTime::ZERO,
+            wall_elapsed: clock.elapsed(),
+        };
+        return Outcome::Continue(Box::new(fabric), Box::new(sched), report);
+    }
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel::<Message>()).unzip();
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let results: Vec<(Fabric, Next, u64, SimTime)> = std::thread::scope(|scope| {
+    let results: Vec<(Fabric, Sched, Next, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = fabrics
             .drain(..)
             .zip(receivers)
@@ -184,10 +256,11 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                 let (clock, failed) = (&clock, &failed);
                 scope.spawn(move || {
                     let _guard = Failed(failed);
-                    let mut s: Scheduler<Ev, WheelQueue<_>> = fabric.scheduler();
+                    let mut s: Sched = fabric.scheduler();
                     let mut start = SimTime::ZERO;
                     let mut events = 0u64;
                     let mut early: Vec<Message> = Vec::new();
+                    let mut pace = Pace::default();
                     let mut last_print = std::time::Duration::ZERO;
                     for window in 0u64.. {
                         let window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
@@ -222,6 +295,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                             next: s.next_time(),
                             first_sent,
                             stop,
+                            may_end: fabric.may_all_end_within_lookahead(),
                         };
                         for (other, items) in to.into_iter().enumerate() {
                             if other != me {
@@ -277,8 +351,9 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                         statuses.push((me, &own));
                         statuses.sort_by_key(|&(from, _)| from);
                         let statuses: Vec<&Status> = statuses.into_iter().map(|(_, st)| st).collect();
-                        let next = decide(&statuses, window_end, end_time, n_flows, max_events);
                         let events_all: u64 = statuses.iter().map(|st| st.events).sum();
+                        let slow = pace.too_slow(window, events_all, n);
+                        let next = decide(&statuses, window_end, end_time, n_flows, max_events, slow);
                         for m in got.iter_mut() {
                             fabric.take_in(&mut s, std::mem::take(&mut m.items));
                         }
@@ -298,7 +373,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                             done => {
                                 let counted = events - fabric.shared_events();
                                 crate::proc_stats::note_thread_cpu();
-                                return (fabric, done, counted, s.now());
+                                return (fabric, s, done, counted);
                             }
                         }
                     }
@@ -311,29 +386,63 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
             .map(|h| h.join().expect("a partition's thread panicked"))
             .collect()
     });
-    let mut events = 0;
-    let mut end = SimTime::ZERO;
-    let mut merged: Option<Fabric> = None;
-    let mut outcome = RunOutcome::EndTime;
-    for (fabric, next, counted, now) in results {
+    let mut outcome = None;
+    let mut parts = Vec::with_capacity(n);
+    for (fabric, s, next, counted) in results {
         match next {
             Next::OneThread(why) => return Outcome::NeedsOneThread(why, clock.elapsed()),
-            Next::End(o) => outcome = o,
+            Next::End(o) => outcome = Some(o),
+            Next::Fold => {}
             Next::Window(_) => unreachable!("threads return when the run ends"),
         }
-        events += counted;
-        end = end.max(now);
-        match merged.as_mut() {
-            None => merged = Some(fabric),
-            Some(m) => m.absorb(fabric),
-        }
+        parts.push((fabric, s, counted));
     }
-    let fabric = merged.expect("at least two partitions");
+    let (mut fabric, sched, events) = fold(parts);
     let report = RunReport {
-        outcome,
+        outcome: outcome.unwrap_or(RunOutcome::EndTime),
         events,
-        end,
+        end: sched.now(),
         wall_elapsed: clock.elapsed(),
     };
-    Outcome::Done(Box::new(fabric), report)
+    if outcome.is_some() {
+        return Outcome::Done(Box::new(fabric), report);
+    }
+    fabric.end_partitions();
+    Outcome::Continue(Box::new(fabric), Box::new(sched), report)
+}
+
+type Sched = Scheduler<Ev, WheelQueue<Ev>>;
+
+/// Folds the partitions (in partition order, each with its scheduler and the events it
+/// counted) into one fabric and one scheduler; returns them and the events counted.
+fn fold(parts: Vec<(Fabric, Sched, u64)>) -> (Fabric, Sched, u64) {
+    let mut parts = parts.into_iter();
+    let (mut fabric, mut sched, mut events) = parts.next().expect("at least two partitions");
+    for (f, s, counted) in parts {
+        fabric.absorb(f);
+        // Every partition holds the workload's next arrival: partition 0's stays.
+        sched.absorb(s, |ev| !matches!(ev, Ev::FlowArrival));
+        events += counted;
+    }
+    (fabric, sched, events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pace is looked at every `PACE_WINDOWS` windows, on the events since the last look.
+    #[test]
+    fn pace_folds_only_after_thin_stretches() {
+        let mut p = Pace::default();
+        let w = PACE_WINDOWS;
+        let enough = 2 * w * MIN_EVENTS_PER_WINDOW;
+        // Between looks, never.
+        assert!(!p.too_slow(0, 0, 2));
+        assert!(!p.too_slow(w - 2, 0, 2));
+        // Two partitions with MIN_EVENTS_PER_WINDOW each per window: go on.
+        assert!(!p.too_slow(w - 1, enough, 2));
+        // The next stretch one event short: fold.
+        assert!(p.too_slow(2 * w - 1, 2 * enough - 1, 2));
+    }
 }

@@ -9,10 +9,10 @@ use crate::diag::ScenarioError;
 use crate::interrupt::Interrupt;
 use crate::report::{self, ScenarioInfo, Summary};
 use crate::results_dir::{OutError, Target};
-use fabrics::engine::{EngineError, Fabric};
+use fabrics::engine::{EngineError, Ev, Fabric};
 use fabrics::routing::Routes;
 use sha2::{Digest, Sha256};
-use sim_core::{Progress, RunReport, Stopwatch, WheelQueue};
+use sim_core::{Progress, RunLimits, RunOutcome, RunReport, Scheduler, SimTime, Stopwatch, WheelQueue};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -145,6 +145,16 @@ fn check_routable(loaded: &Loaded, built: &Built, routes: Routes) -> Result<Rout
 
 /// The partition of each node for a run on `threads` threads (`partitioned.rs`), or why this
 /// run cannot be split.
+/// What the partitions of a run on several threads left to do.
+enum Partitioned {
+    /// The run is over.
+    Done(RunReport),
+    /// Go on on one thread from this scheduler (the fabric folded); the partitioned part.
+    Continue(Box<Scheduler<Ev, WheelQueue<Ev>>>, RunReport),
+    /// Run again from the start on one thread, after this much wall time (or none: one thread).
+    Again(std::time::Duration),
+}
+
 fn partitions(
     loaded: &Loaded,
     topology: &fabrics::topology::Topology,
@@ -257,22 +267,58 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             fabrics.push(f);
         }
         match crate::partitioned::run(fabrics, &limits, interrupt, opts.progress) {
-            crate::partitioned::Outcome::Done(f, report) => (*f, Ok(report)),
+            crate::partitioned::Outcome::Done(f, report) => (*f, Partitioned::Done(report)),
+            crate::partitioned::Outcome::Continue(f, sched, report) => {
+                tracing::info!(
+                    scenario = %sc.name,
+                    at_ms = report.end.ps() as f64 / 1e9,
+                    "every flow may end within a window: going on on one thread"
+                );
+                (*f, Partitioned::Continue(sched, report))
+            }
             crate::partitioned::Outcome::NeedsOneThread(why, spent) => {
                 tracing::warn!(scenario = %sc.name, "{why}: running again on one thread for the exact end");
-                (fresh()?, Err(spent))
+                (fresh()?, Partitioned::Again(spent))
             }
         }
     } else {
-        (fabric, Err(std::time::Duration::ZERO))
+        (fabric, Partitioned::Again(std::time::Duration::ZERO))
     };
-    let mut sched = fabric.scheduler::<WheelQueue<_>>();
     let mut last_print = std::time::Duration::ZERO;
     let show = opts.progress;
-    // `Err`: the wall time spent on partitions before running on one thread (counted in).
+    // For `timing.json`: from when the run went on on one thread (`None`: it never did), and
+    // whether it started again on one thread.
+    let one_thread_from = match &partitioned {
+        Partitioned::Done(_) => None,
+        Partitioned::Continue(_, before) => Some(before.end),
+        Partitioned::Again(_) => Some(SimTime::ZERO),
+    };
+    let ran_again = opts.threads > 1 && matches!(partitioned, Partitioned::Again(_));
     let report = match partitioned {
-        Ok(report) => report,
-        Err(spent) => {
+        Partitioned::Done(report) => report,
+        // The run goes on (or starts again) on one thread; what the partitions ran before
+        // (events, wall time) is counted in.
+        Partitioned::Continue(..) | Partitioned::Again(_) => {
+            let (mut sched, before) = match partitioned {
+                Partitioned::Continue(sched, before) => (*sched, before),
+                _ => (
+                    fabric.scheduler::<WheelQueue<_>>(),
+                    RunReport {
+                        outcome: RunOutcome::EndTime,
+                        events: 0,
+                        end: SimTime::ZERO,
+                        wall_elapsed: match partitioned {
+                            Partitioned::Again(spent) => spent,
+                            _ => std::time::Duration::ZERO,
+                        },
+                    },
+                ),
+            };
+            let limits = RunLimits {
+                max_events: limits.max_events.map(|m| m.saturating_sub(before.events)),
+                wall_clock: limits.wall_clock.map(|w| w.saturating_sub(before.wall_elapsed)),
+                ..limits
+            };
             let report =
                 crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
                     // A signal ends the run as a budget does (outcome `interrupted`, results written).
@@ -292,7 +338,8 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
                     ControlFlow::Continue(())
                 });
             RunReport {
-                wall_elapsed: report.wall_elapsed + spent,
+                events: before.events + report.events,
+                wall_elapsed: before.wall_elapsed + report.wall_elapsed,
                 ..report
             }
         }
@@ -447,6 +494,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         "cpu_seconds": cpu_seconds,
         "cpu_us_per_link_hop": cpu_seconds.map(|c| c * 1e6 / (fabric.totals().link_hops.max(1) as f64)),
         "peak_rss_bytes": crate::proc_stats::peak_rss_bytes(),
+        "threads": opts.threads,
+        "one_thread_from_ns": one_thread_from.map(|t| t.ps() as f64 / 1e3),
+        "ran_again_on_one_thread": ran_again,
     });
     files.push(("timing.json", serde_json::to_vec_pretty(&timing).unwrap_or_default()));
     target

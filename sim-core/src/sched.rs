@@ -160,6 +160,29 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
         self.now = key.time;
     }
 
+    /// Takes every event pending in `other`, a scheduler of another part of the same run
+    /// (a partition of a fabric run on several threads), with its key unchanged, leaving out
+    /// those `keep` refuses (events every part holds a copy of). The order stays exact: the
+    /// parts share the origin numbering and each origin's events come from one part, so
+    /// keys never tie and, within an origin, keep their scheduling order; events scheduled
+    /// from now on get sequence numbers above every part's. The time is the later of the
+    /// two; the events popped are summed.
+    pub fn absorb(&mut self, mut other: Scheduler<E, Q>, mut keep: impl FnMut(&E) -> bool) {
+        assert_eq!(self.n_origins, other.n_origins, "parts of one run share their origins");
+        while let Some(e) = other.queue.pop() {
+            if keep(&e.ev) {
+                self.queue.push(e);
+            }
+        }
+        match other.now.cmp(&self.now) {
+            std::cmp::Ordering::Greater => (self.now, self.high_origin) = (other.now, other.high_origin),
+            std::cmp::Ordering::Equal => self.high_origin = self.high_origin.max(other.high_origin),
+            std::cmp::Ordering::Less => {}
+        }
+        self.next_seq = self.next_seq.max(other.next_seq);
+        self.n_popped += other.n_popped;
+    }
+
     /// Moves `now` forward to `t` without an event (used when a run stops at its end time).
     pub fn advance_to(&mut self, t: SimTime) {
         if t > self.now {
@@ -299,6 +322,33 @@ mod tests {
             }
             assert!(without.pop().is_none());
         }
+    }
+
+    /// Two parts of one run, each with its own origins, fold into the order one scheduler
+    /// holding every event would pop; a refused event is left out, and events scheduled
+    /// after the fold come after those of their time and origin.
+    #[test]
+    fn absorb_keeps_the_order_of_one_scheduler() {
+        type S = Scheduler<(u32, u32), HeapQueue<(u32, u32)>>;
+        let (mut whole, mut a, mut b): (S, S, S) = (Scheduler::new(4), Scheduler::new(4), Scheduler::new(4));
+        let mut evs: Vec<(u64, u32)> = vec![(9, 3); 10];
+        evs.extend([(5, 1), (5, 0), (3, 2), (5, 1), (5, 2), (3, 0), (5, 2)]);
+        for (i, &(t, o)) in evs.iter().enumerate() {
+            let ev = (o, i as u32);
+            whole.schedule(SimTime(t), Origin(o), ev);
+            // Origins 0 and 1 are part a's, 2 and 3 part b's.
+            if o < 2 { &mut a } else { &mut b }.schedule(SimTime(t), Origin(o), ev);
+        }
+        // An event both parts hold, which only one may keep.
+        b.schedule(SimTime(4), Origin(3), (99, 99));
+        a.absorb(b, |e| e.0 != 99);
+        // Scheduled after the fold: after the events of its time and origin that part b
+        // scheduled with more sequence numbers than part a had used.
+        whole.schedule(SimTime(5), Origin(2), (2, 100));
+        a.schedule(SimTime(5), Origin(2), (2, 100));
+        let drain = |s: &mut S| std::iter::from_fn(|| s.pop()).collect::<Vec<_>>();
+        assert_eq!(drain(&mut a), drain(&mut whole));
+        assert_eq!(a.events_popped(), whole.events_popped());
     }
 
     #[test]

@@ -116,6 +116,8 @@ fn rocev2_with_pauses_is_the_same_on_two_and_four_threads() {
     assert!(roce["totals"]["pause_frames"].as_u64().unwrap() > 0, "{roce}");
     assert!(summary["packets"]["delivered"].as_u64().unwrap() > 1000, "{summary}");
     assert_eq!(summary["run"]["outcome"], "end_time");
+    let t = timing(dir.path(), "roce", 2);
+    assert!(t["one_thread_from_ns"].is_null(), "split to the end: {t}");
     same_on(dir.path(), &file, 4);
 }
 
@@ -148,14 +150,103 @@ fn ethernet_with_drops_is_the_same_on_two_threads() {
     assert!(summary["packets"]["dropped"].as_u64().unwrap() > 0, "{summary}");
 }
 
-/// Every flow finishes before the end time: the run ends at an event only the whole fabric
-/// can place, so it is run again on one thread, with the same results.
+/// `timing.json` of the run of `stem` on `threads` threads (`same_on`'s results).
+fn timing(dir: &Path, stem: &str, threads: u32) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{stem}-{threads}/timing.json"))).unwrap()).unwrap()
+}
+
+/// From when (simulated ns) the run on `threads` threads went on on one thread; asserts it
+/// was split first and never run again from the start.
+fn folded_at_ns(dir: &Path, stem: &str, threads: u32) -> f64 {
+    let t = timing(dir, stem, threads);
+    assert_eq!(t["threads"], threads, "{t}");
+    assert_eq!(t["ran_again_on_one_thread"], false, "{t}");
+    let at = t["one_thread_from_ns"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("never folded: {t}"));
+    assert!(at > 0.0, "folded before it split: {t}");
+    at
+}
+
+/// Every flow finishes before the end time, so the run ends at an event only the whole
+/// fabric can place: the partitions fold into one fabric once every flow's bytes have
+/// crossed to its destination's partition, and the run goes on on one thread from there,
+/// with the same results.
 #[test]
-fn a_run_whose_flows_all_finish_is_the_same() {
+fn a_run_whose_flows_all_finish_folds_and_goes_on_on_one_thread() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "done", &fat_tree("done", ROCE_PFC, "200kB", "10ms"));
     let summary = same_on(dir.path(), &file, 2);
     assert_eq!(summary["run"]["outcome"], "completed", "{summary}");
+    let end_ns = summary["run"]["sim_time_ns"].as_f64().unwrap();
+    let at = folded_at_ns(dir.path(), "done", 2);
+    assert!(at < end_ns, "folded at {at} ns, after the end at {end_ns} ns");
+    // On one thread: from the start.
+    assert_eq!(timing(dir.path(), "done", 1)["one_thread_from_ns"], 0.0);
+}
+
+/// A finite workload with DCQCN (Poisson arrivals of WebSearch sizes): flows start and end
+/// throughout, senders' and receivers' queue-pair state (rates, timers, CNP pacing,
+/// sequence numbers) is folded from the partition of each end.
+#[test]
+fn a_finite_dcqcn_workload_folds_the_queue_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fat_tree(
+        "ws",
+        &ROCE_PFC.replace(
+            "acks = true",
+            "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
+        ),
+        "1MB",
+        "20ms",
+    )
+    .replace(
+        "kind = \"permutation\"\nsize = \"1MB\"",
+        &format!(
+            "kind = \"poisson\"\nload = 0.5\ncdf = \"{}\"\nduration = \"300us\"\nclass = 3",
+            catalogue("cdf/WebSearch_distribution.txt").display()
+        ),
+    );
+    let file = write(dir.path(), "ws", &text);
+    let summary = same_on(dir.path(), &file, 2);
+    assert_eq!(summary["run"]["outcome"], "completed", "{summary}");
+    assert!(summary["flows"]["completed"].as_u64().unwrap() > 20, "{summary}");
+    folded_at_ns(dir.path(), "ws", 2);
+    same_on(dir.path(), &file, 4);
+}
+
+/// Drops and go-back-N on a run that finishes: the senders' rewinds and the receivers'
+/// expected sequence numbers fold from their partitions.
+#[test]
+fn ethernet_with_drops_finishing_folds_its_retransmissions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "ethdone",
+        &fat_tree("ethdone", ETHERNET_DROPS, "2MB", "50ms"),
+    );
+    let summary = same_on(dir.path(), &file, 2);
+    assert_eq!(summary["run"]["outcome"], "completed", "{summary}");
+    assert!(summary["packets"]["dropped"].as_u64().unwrap() > 0, "{summary}");
+    folded_at_ns(dir.path(), "ethdone", 2);
+}
+
+/// Windows that hold little work (two senders on a fat-tree of 16 hosts): the meeting at
+/// each window's end would cost more than the split saves, so after a few hundred windows
+/// the run goes on on one thread, long before its flows could end.
+#[test]
+fn a_run_with_little_work_per_window_goes_on_on_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fat_tree("thin", ROCE_PFC, "1MB", "20ms").replace(
+        "kind = \"permutation\"\nsize = \"1MB\"",
+        // Hosts 0 and 1 in the first pod, 15 in the last: different partitions.
+        "kind = \"flows\"\nflows = [{ src = 0, dst = 15, size = \"20MB\" }, { src = 1, dst = 15, size = \"20MB\" }]",
+    );
+    let file = write(dir.path(), "thin", &text);
+    let summary = same_on(dir.path(), &file, 2);
+    let end_ns = summary["run"]["sim_time_ns"].as_f64().unwrap();
+    let at = folded_at_ns(dir.path(), "thin", 2);
+    assert!(at < end_ns / 4.0, "folded at {at} ns of {end_ns} ns");
 }
 
 /// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.

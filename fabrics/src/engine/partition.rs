@@ -29,9 +29,13 @@
 //! end of the fabric starts a flow at the other with no delay), HPCC's in-band telemetry (keyed by packet), rate
 //! samples and packet capture (both in whole-fabric time order); the runner also refuses
 //! topologies whose routes could close a loop of PAUSE frames across partitions (links
-//! within a tier), which no partition's deadlock search would see whole. A run that ends before its
-//! end time (all flows finished, the event budget spent, the queue drained) ends at an
-//! event that only the whole fabric can place; the runner then runs it again on one thread.
+//! within a tier), which no partition's deadlock search would see whole.
+//!
+//! The partitions fold into one fabric ([`Fabric::absorb`], with `Scheduler::absorb` for
+//! their events) at a window boundary, exactly the single-threaded run at that point: at the
+//! end time, or before the run could end at an event only the whole fabric can place (every
+//! flow finished: [`Fabric::may_all_end_within_lookahead`]), after which it goes on on one
+//! thread. A run that stops at a deadlock or on the event budget is run again on one thread.
 
 use super::*;
 use sim_core::{Duration, Pipe};
@@ -46,6 +50,12 @@ pub(super) struct PartState {
     /// Events this partition handled that the whole run handles once for all partitions
     /// (the workload's flow arrivals): counted by partition 0 only.
     shared_events: u64,
+    /// Per flow from another partition's host to one of this partition's: the payload bytes
+    /// of its data packets taken in so far (retransmissions counted again).
+    crossed_in: Vec<u64>,
+    /// Such flows whose `crossed_in` is still below their size
+    /// ([`Fabric::may_all_end_within_lookahead`]).
+    short_of_bytes: u64,
 }
 
 /// Something put on a link towards another partition: the packet itself (its id is only
@@ -92,12 +102,42 @@ impl Fabric {
     /// node): it handles its own nodes' events only.
     pub fn set_partition(&mut self, part_of_node: Vec<u8>, me: u8) {
         assert_eq!(part_of_node.len(), self.port_base.len() - 1, "a partition per node");
+        let part_of_host = |h: u32| part_of_node[self.ports[self.nics[h as usize].port as usize].node as usize];
+        let short_of_bytes = self
+            .flows
+            .iter()
+            .filter(|f| f.size.get() > 0 && part_of_host(f.src) != me && part_of_host(f.dst) == me)
+            .count() as u64;
         self.part = Some(Box::new(PartState {
             part_of_node,
             me,
             outbox: Vec::new(),
             shared_events: 0,
+            crossed_in: vec![0; self.flows.len()],
+            short_of_bytes,
         }));
+    }
+
+    /// Whether every flow could end within one lookahead of now as far as this partition
+    /// knows: every flow from another partition's host to one of its own has had at least
+    /// its size in payload handed over to it. The runner folds the partitions into one
+    /// fabric at the first window boundary where this holds for all
+    /// (`scenarios/src/partitioned.rs`), because the run may then end inside the next
+    /// window, at an event only the whole fabric can place.
+    ///
+    /// Why it is safe: a flow ends when its last byte is delivered. Fewer bytes handed over
+    /// than its size (retransmissions count again, so the distinct bytes are fewer still)
+    /// means some byte has yet to be sent towards this partition: at or after the window's
+    /// start `t0`, over a link between partitions, which takes at least the lookahead, so it
+    /// arrives no earlier than the window's end. Flows within one partition and empty flows
+    /// can end at any time: they never hold the fold back.
+    pub fn may_all_end_within_lookahead(&self) -> bool {
+        self.part.as_ref().is_none_or(|ps| ps.short_of_bytes == 0)
+    }
+
+    /// After the last [`Fabric::absorb`]: this fabric is the whole run again, on one thread.
+    pub fn end_partitions(&mut self) {
+        self.part = None;
     }
 
     /// Whether this fabric runs `node` (always, unless it is one partition of several).
@@ -169,6 +209,9 @@ impl Fabric {
                     mut lane,
                     packet,
                 } => {
+                    if packet.kind == PacketKind::Data {
+                        self.count_crossed_in(packet.flow, packet.payload_bytes);
+                    }
                     lane.id = self.packets.alloc(packet);
                     let (arrive, first) = self.ports[port as usize].pipe.push_fifo(at, lane);
                     debug_assert_eq!(arrive, at, "a link's items arrive in sending order");
@@ -190,6 +233,22 @@ impl Fabric {
         }
     }
 
+    /// Payload of flow `f`'s data taken in from another partition.
+    fn count_crossed_in(&mut self, f: u32, payload_bytes: u32) {
+        let spec = &self.flows[f as usize];
+        let (size, src, dst) = (spec.size.get(), spec.src, spec.dst);
+        let node = |h: u32| self.ports[self.nics[h as usize].port as usize].node as usize;
+        let (src_node, dst_node) = (node(src), node(dst));
+        let ps = self.part.as_mut().expect("partitioned");
+        let before = ps.crossed_in[f as usize];
+        ps.crossed_in[f as usize] = before + payload_bytes as u64;
+        // Only the flows that started short of bytes here: from elsewhere, to here.
+        let counted = ps.part_of_node[dst_node] == ps.me && ps.part_of_node[src_node] != ps.me;
+        if counted && before < size && before + payload_bytes as u64 >= size {
+            ps.short_of_bytes -= 1;
+        }
+    }
+
     /// Events this partition handled that partition 0 also handled (the run counts them once).
     pub fn shared_events(&self) -> u64 {
         self.part.as_ref().map_or(0, |ps| ps.shared_events)
@@ -204,13 +263,15 @@ impl Fabric {
         }
     }
 
-    /// Folds partition `other` (of the same run, at the same end) into this one, which then
-    /// reports what the single-threaded run would: each port and node from the partition
-    /// that ran it, flow records, counters and histograms summed, every packet in flight
+    /// Folds partition `other` (of the same run, at the same window boundary, everything sent
+    /// between partitions taken in) into this one, which then is what the single-threaded
+    /// run would be at that point, to report on or to run on ([`Fabric::end_partitions`]
+    /// after the last fold): each port, node and NIC from the partition that ran it, each
+    /// flow's sender state from its source's partition and receiver state from its
+    /// destination's, flow records, counters and histograms summed, every packet in flight
     /// moved into this fabric's arena. A link's pipe is the far end's (the packets on a link
-    /// between partitions were handed to the partition they arrive in). What only a running
-    /// fabric reads (the flows' transport state) is left as it is: the result is for
-    /// reporting, not for running on.
+    /// between partitions were handed to the partition they arrive in). The events pending
+    /// in the partitions' schedulers fold with `Scheduler::absorb`.
     pub fn absorb(&mut self, mut other: Fabric) {
         let theirs = other.part.as_ref().expect("partitioned").me;
         let ps = self.part.take().expect("partitioned");
@@ -240,10 +301,26 @@ impl Fabric {
                 self.ctrl_links[x] = std::mem::take(&mut other.ctrl_links[x]);
             }
         }
+        // Senders' state is at the source's host, receivers' at the destination's.
+        let theirs_src: Vec<bool> = self.flows.iter().map(|f| theirs_host[f.src as usize]).collect();
+        let theirs_dst: Vec<bool> = self.flows.iter().map(|f| theirs_host[f.dst as usize]).collect();
         if let (Some(r), Some(o)) = (self.roce.as_deref_mut(), other.roce.as_deref_mut()) {
             r.absorb(o, &theirs_port, &theirs_node, &theirs_host, &mut rehome);
+            r.absorb_flows(o, &theirs_src, &theirs_dst);
         }
         self.packets = arena;
+        for (h, _) in theirs_host.iter().enumerate().filter(|(_, t)| **t) {
+            std::mem::swap(&mut self.nics[h], &mut other.nics[h]);
+        }
+        for (f, _) in theirs_src.iter().enumerate().filter(|(_, t)| **t) {
+            std::mem::swap(&mut self.flow_state[f], &mut other.flow_state[f]);
+        }
+        // A memo of routes: either partition's entry is the route.
+        for (mine, theirs) in self.path_cache.iter_mut().zip(&other.path_cache) {
+            if *mine == u32::MAX {
+                *mine = *theirs;
+            }
+        }
         for (rec, o) in self.records.iter_mut().zip(&other.records) {
             rec.first_sent = rec.first_sent.or(o.first_sent);
             rec.finish = rec.finish.or(o.finish);

@@ -292,7 +292,7 @@ impl RoceState {
     /// Folds the state another partition of the run kept for its ports, nodes and hosts
     /// into this one (`engine/partition.rs`): per port and priority, per node, per host from
     /// their partition; counters and pause-tree times summed; queued packet ids moved by
-    /// `rehome`. The flows' transport state stays (reports do not read it).
+    /// `rehome`. The flows' transport state is [`RoceState::absorb_flows`].
     pub(in crate::engine) fn absorb(
         &mut self,
         o: &mut RoceState,
@@ -346,6 +346,28 @@ impl RoceState {
             a.absorb(b, theirs_port);
         }
         self.totals.absorb(&o.totals);
+    }
+
+    /// Folds the queue pairs' state another partition kept: a flow's sender side from the
+    /// partition of its source (`theirs_src[f]`), its receiver side (CNP pacing, expected
+    /// sequence, NACK sent) from its destination's (`theirs_dst[f]`).
+    pub(in crate::engine) fn absorb_flows(&mut self, o: &RoceState, theirs_src: &[bool], theirs_dst: &[bool]) {
+        for f in 0..theirs_src.len() {
+            if theirs_src[f] {
+                self.flow_timer_at[f] = o.flow_timer_at[f];
+                self.last_tx[f] = o.last_tx[f];
+                self.flow_active[f] = o.flow_active[f];
+                self.snd_acked[f] = o.snd_acked[f];
+                self.rto_at[f] = o.rto_at[f];
+                self.sent_high[f] = o.sent_high[f];
+                self.rewound_to[f] = o.rewound_to[f];
+            }
+            if theirs_dst[f] {
+                self.last_cnp[f] = o.last_cnp[f];
+                self.rcv_expected[f] = o.rcv_expected[f];
+                self.nack_sent[f] = o.nack_sent[f];
+            }
+        }
     }
 
     /// Bytes queued at (port, prio).
