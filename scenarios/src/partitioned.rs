@@ -261,6 +261,8 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                     let mut events = 0u64;
                     let mut early: Vec<Message> = Vec::new();
                     let mut pace = Pace::default();
+                    // Wall time spent waiting for the others at windows' ends (`--log info`).
+                    let mut waited = std::time::Duration::ZERO;
                     let mut last_print = std::time::Duration::ZERO;
                     for window in 0u64.. {
                         let window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
@@ -313,6 +315,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                             std::mem::take(&mut early).into_iter().partition(|m| m.window == window);
                         early = later;
                         let mut spins = 0u32;
+                        let wait_start = clock.elapsed();
                         while got.len() < n - 1 {
                             // Spin a little first: the others usually end their window within
                             // microseconds, and waking a parked thread costs tens of them on
@@ -345,6 +348,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                                 early.push(m);
                             }
                         }
+                        waited += clock.elapsed().saturating_sub(wait_start);
                         got.sort_by_key(|m| m.from);
                         // In partition order, so that every partition decides alike.
                         let mut statuses: Vec<(usize, &Status)> = got.iter().map(|m| (m.from, &m.status)).collect();
@@ -373,6 +377,14 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                             done => {
                                 let counted = events - fabric.shared_events();
                                 crate::proc_stats::note_thread_cpu();
+                                tracing::info!(
+                                    partition = me,
+                                    windows = window + 1,
+                                    events = counted,
+                                    waited_s = waited.as_secs_f64(),
+                                    wall_s = clock.elapsed().as_secs_f64(),
+                                    "partition done"
+                                );
                                 return (fabric, s, done, counted);
                             }
                         }
