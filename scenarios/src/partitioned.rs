@@ -188,8 +188,8 @@ fn decide(
 ) -> Next {
     let completed: u64 = statuses.iter().map(|s| s.completed).sum();
     let events: u64 = statuses.iter().map(|s| s.events).sum();
-    // Every flow finished: cannot happen after a window that began with some flow's last
-    // byte still to cross (the fold comes first), but checked all the same.
+    // Every flow finished: the fold usually comes first (`may_end`), unless a flow's last
+    // bytes reached its destination within a window of crossing over.
     if completed == n_flows || statuses.iter().any(|s| s.finished) {
         return Next::OneThread("the run ends before its end time (every flow finished, or a deadlock)");
     }

@@ -125,12 +125,16 @@ impl Fabric {
     /// (`scenarios/src/partitioned.rs`), because the run may then end inside the next
     /// window, at an event only the whole fabric can place.
     ///
-    /// Why it is safe: a flow ends when its last byte is delivered. Fewer bytes handed over
-    /// than its size (retransmissions count again, so the distinct bytes are fewer still)
-    /// means some byte has yet to be sent towards this partition: at or after the window's
-    /// start `t0`, over a link between partitions, which takes at least the lookahead, so it
-    /// arrives no earlier than the window's end. Flows within one partition and empty flows
-    /// can end at any time: they never hold the fold back.
+    /// Why it comes in time: a flow ends when its last byte is delivered. Fewer bytes handed
+    /// over than its size (retransmissions count again, so the distinct bytes are fewer
+    /// still) means some byte has yet to be sent towards this partition, over a link between
+    /// partitions that takes at least the lookahead. The runner asks before taking in a
+    /// window's hand-overs, so the answer is a window old: the bytes handed over in the
+    /// window just run reach the destination's host (one link further) after the next
+    /// window unless that link is shorter than the window; when the run does end first, it
+    /// is run again on one thread (exact, only slower). Folding is exact at any boundary:
+    /// this decides only when. Flows within one partition and empty flows can end at any
+    /// time: they never hold the fold back.
     pub fn may_all_end_within_lookahead(&self) -> bool {
         self.part.as_ref().is_none_or(|ps| ps.short_of_bytes == 0)
     }
