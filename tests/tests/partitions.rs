@@ -1,8 +1,10 @@
 //! `fabricsim run --threads N` (the fabric split by pod, one partition per thread,
 //! `fabrics/src/engine/partition.rs`): every output file but `timing.json` is byte-for-byte
 //! the single-threaded run's, on RoCEv2 with PFC pauses, on the base Ethernet fabric with
-//! drops and go-back-N, with DCQCN and ECN marks, at its end time and when every flow finishes first (run again on one
-//! thread), on a leaf-spine split by leaf; what cannot be split is refused with the reason.
+//! drops and go-back-N, with DCQCN and ECN marks, at its end time, folded into one fabric to
+//! go on on one thread when every flow may finish or the windows hold little work, run again
+//! on one thread when the event budget runs out, and on a leaf-spine split by leaf; what
+//! cannot be split is refused with the reason.
 
 use fabricsim_tests::{catalogue, fabricsim, s};
 use std::path::{Path, PathBuf};
@@ -247,6 +249,19 @@ fn a_run_with_little_work_per_window_goes_on_on_one_thread() {
     let end_ns = summary["run"]["sim_time_ns"].as_f64().unwrap();
     let at = folded_at_ns(dir.path(), "thin", 2);
     assert!(at < end_ns / 4.0, "folded at {at} ns of {end_ns} ns");
+}
+
+/// The event budget runs out while the run is split: the last event's place among the
+/// partitions' is the whole fabric's to say, so the run starts again on one thread.
+#[test]
+fn a_run_that_spends_its_event_budget_is_run_again_on_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fat_tree("budget", ROCE_PFC, "1GB", "300us").replace("[run]\n", "[run]\nmax_events = 3000\n");
+    let file = write(dir.path(), "budget", &text);
+    let summary = same_on(dir.path(), &file, 2);
+    assert_eq!(summary["run"]["outcome"], "event_budget", "{summary}");
+    let t = timing(dir.path(), "budget", 2);
+    assert_eq!(t["ran_again_on_one_thread"], true, "{t}");
 }
 
 /// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.
