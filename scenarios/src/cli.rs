@@ -46,10 +46,11 @@ pub enum Cmd {
         /// No progress lines on stderr.
         #[arg(long, short)]
         quiet: bool,
-        /// Split the fabric by pod into this many partitions, one thread each; every result is
-        /// the same as on one thread (docs/performance.md, "Partitions").
-        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-        threads: u32,
+        /// Split the fabric by pod into this many partitions, one thread each (1 to 64), or
+        /// `auto`: one per core as far as the fabric splits, one thread where it cannot; every
+        /// result is the same as on one thread (docs/cli.md, "Several threads").
+        #[arg(long, value_name = "N|auto", default_value = "1", value_parser = parse_threads)]
+        threads: runner::Threads,
         /// Also draw the plots into <results>/plots/ (as `fabricsim plot`).
         #[arg(long)]
         plots: bool,
@@ -519,6 +520,20 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write, err: &
 /// 2 if any input was bad, else 1 if any metric regressed or a run failed, else 0.
 /// The options shared by `check` and `bless`; `None` (after printing why) when
 /// `--from-results` is given with other than exactly one scenario.
+/// `--threads`: a whole number from 1 to 64, or `auto`.
+fn parse_threads(s: &str) -> Result<runner::Threads, String> {
+    if s == "auto" {
+        return Ok(runner::Threads::Auto);
+    }
+    match s.parse::<u32>() {
+        Ok(n) if (1..=fabrics::engine::MAX_PARTITIONS as u32).contains(&n) => Ok(runner::Threads::Exactly(n)),
+        _ => Err(format!(
+            "expected a whole number from 1 to {} or `auto`, got `{s}`",
+            fabrics::engine::MAX_PARTITIONS
+        )),
+    }
+}
+
 fn regression_options(
     baseline: Option<PathBuf>,
     from_results: Option<PathBuf>,

@@ -12,15 +12,38 @@ use std::sync::mpsc;
 
 use crate::interrupt::Interrupt;
 
-/// The partition of each node for `n` partitions: whole groups, in order, `n` runs of
-/// nearly equal size, where a group is a pod of a fat-tree or, in a topology without pods
-/// (leaf-spine), a leaf switch with the hosts on it; the nodes in no group (core or spine
-/// switches) split the same way by their order. `Err` says why the topology cannot be split.
+/// The partition of each node for `n` partitions: whole groups ([`groups`]), in order, `n`
+/// runs of nearly equal size; the nodes in no group (core or spine switches) split the same
+/// way by their order. `Err` says why the topology cannot be split so.
 pub fn groups_of_nodes(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
-    use fabrics::topology::NodeKind;
     if !(2..=MAX_PARTITIONS).contains(&n) {
         return Err(format!("--threads must be between 1 and {MAX_PARTITIONS}"));
     }
+    let (group, groups) = groups(topo)?;
+    if groups < n {
+        return Err(format!(
+            "a run is split by pod (or by leaf switch with its hosts), and this topology has {groups} for {n} threads"
+        ));
+    }
+    let ungrouped = group.iter().filter(|x| x.is_none()).count();
+    let mut k = 0;
+    Ok(group
+        .iter()
+        .map(|x| match x {
+            Some(p) => (p * n / groups) as u8,
+            None => {
+                k += 1;
+                ((k - 1) * n / ungrouped.max(1)) as u8
+            }
+        })
+        .collect())
+}
+
+/// The group of each node, and how many groups: a group is a pod of a fat-tree or, in a
+/// topology without pods (leaf-spine), a leaf switch with the hosts on it; core and spine
+/// switches are in none. `Err` says why the topology cannot be split at all.
+pub fn groups(topo: &Topology) -> Result<(Vec<Option<usize>>, usize), String> {
+    use fabrics::topology::NodeKind;
     let g = &topo.graph;
     // Shortest paths through tiers go up, then down: their buffers wait on one another in no
     // cycle, so no PFC deadlock can form. A link within a tier (a ring) could close one
@@ -64,24 +87,8 @@ pub fn groups_of_nodes(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
             })
             .collect()
     };
-    let groups = group.iter().flatten().max().map_or(0, |&m| m + 1);
-    if groups < n {
-        return Err(format!(
-            "a run is split by pod (or by leaf switch with its hosts), and this topology has {groups} for {n} threads"
-        ));
-    }
-    let ungrouped = group.iter().filter(|x| x.is_none()).count();
-    let mut k = 0;
-    Ok(group
-        .iter()
-        .map(|x| match x {
-            Some(p) => (p * n / groups) as u8,
-            None => {
-                k += 1;
-                ((k - 1) * n / ungrouped.max(1)) as u8
-            }
-        })
-        .collect())
+    let count = group.iter().flatten().max().map_or(0, |&m| m + 1);
+    Ok((group, count))
 }
 
 /// Polls of a partition's inbox before it sleeps on it (about 20 us of spinning).

@@ -68,8 +68,36 @@ pub struct RunOptions {
     /// Where interruptions come from (default: SIGINT/SIGTERM of the process, counted once the
     /// binary called `interrupt::install`).
     pub interrupt: Interrupt,
-    /// Threads to run on, the fabric split by pod (`partitioned.rs`); 0 and 1 mean one.
-    pub threads: u32,
+    /// Threads to run on, the fabric split by pod (`partitioned.rs`).
+    pub threads: Threads,
+}
+
+/// How many threads a run may use (`--threads`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    /// Exactly this many (0 and 1 mean one); a run that cannot be split is refused.
+    Exactly(u32),
+    /// As many as the machine has cores and the fabric has groups to split into (at most
+    /// `MAX_PARTITIONS`); a run that cannot be split runs on one thread.
+    Auto,
+}
+
+impl Default for Threads {
+    fn default() -> Self {
+        Threads::Exactly(1)
+    }
+}
+
+impl Threads {
+    /// Threads asked for (`Auto`: the machine's cores, at most `MAX_PARTITIONS`).
+    fn wanted(self) -> usize {
+        match self {
+            Threads::Exactly(n) => n.max(1) as usize,
+            Threads::Auto => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(fabrics::engine::MAX_PARTITIONS),
+        }
+    }
 }
 
 /// What a finished run returns.
@@ -143,8 +171,6 @@ fn check_routable(loaded: &Loaded, built: &Built, routes: Routes) -> Result<Rout
     Ok(fabric.into_routes())
 }
 
-/// The partition of each node for a run on `threads` threads (`partitioned.rs`), or why this
-/// run cannot be split.
 /// What the partitions of a run on several threads left to do.
 enum Partitioned {
     /// The run is over.
@@ -155,27 +181,56 @@ enum Partitioned {
     Again(std::time::Duration),
 }
 
+/// The partition of each node and how many partitions, for a run on `threads` threads
+/// (`partitioned.rs`): `None` for one thread (asked for, or `Auto` on a run that cannot be
+/// split); `Err` when `Exactly` asks to split one that cannot be.
 fn partitions(
     loaded: &Loaded,
     topology: &fabrics::topology::Topology,
     fabric: &Fabric,
     sampled: bool,
-    threads: usize,
-) -> Result<Vec<u8>, RunError> {
-    let refuse = |message: String| RunError::Threads {
-        file: loaded.file.clone(),
-        threads: threads as u32,
-        message,
+    threads: Threads,
+) -> Result<Option<(Vec<u8>, usize)>, RunError> {
+    let wanted = threads.wanted();
+    if wanted < 2 {
+        return Ok(None);
+    }
+    let refusal = if sampled {
+        Some("the time series ([output] sample) is sampled across the whole fabric at once".to_string())
+    } else {
+        fabric
+            .partition_refusal()
+            .or_else(|| crate::partitioned::groups(topology).err())
     };
-    if sampled {
-        return Err(refuse(
-            "the time series ([output] sample) is sampled across the whole fabric at once".into(),
-        ));
-    }
-    if let Some(why) = fabric.partition_refusal() {
-        return Err(refuse(why));
-    }
-    crate::partitioned::groups_of_nodes(topology, threads).map_err(refuse)
+    let n = match (refusal, threads) {
+        (Some(why), Threads::Auto) => {
+            tracing::info!("--threads auto: one thread, because {why}");
+            return Ok(None);
+        }
+        (Some(message), Threads::Exactly(_)) => {
+            return Err(RunError::Threads {
+                file: loaded.file.clone(),
+                threads: wanted as u32,
+                message,
+            });
+        }
+        // As many as the cores, at most one per group.
+        (None, Threads::Auto) => {
+            let groups = crate::partitioned::groups(topology).map_or(0, |(_, n)| n);
+            if groups.min(wanted) < 2 {
+                tracing::info!("--threads auto: one thread, because the topology has {groups} group(s) to split into");
+                return Ok(None);
+            }
+            groups.min(wanted)
+        }
+        (None, Threads::Exactly(_)) => wanted,
+    };
+    let parts = crate::partitioned::groups_of_nodes(topology, n).map_err(|message| RunError::Threads {
+        file: loaded.file.clone(),
+        threads: n as u32,
+        message,
+    })?;
+    Ok(Some((parts, n)))
 }
 
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is
@@ -234,7 +289,8 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     } = built;
     let n_hotspots = loaded.scenario.output.hotspots as usize;
     // The partitions of a run on several threads are built from the same flows.
-    let built_flows = if opts.threads > 1 { flows.clone() } else { Vec::new() };
+    let wanted = opts.threads.wanted();
+    let built_flows = if wanted > 1 { flows.clone() } else { Vec::new() };
     let mut fabric =
         Fabric::with_deps(&topology, routes, engine, flows, &deps).map_err(|e| engine_error(&loaded, e))?;
     // What the build left of the budget is the simulation's (none left: it stops at once,
@@ -252,8 +308,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
     // On several threads: this fabric becomes partition 0 and the others are built alike; a
     // run that must end on one thread gets a fresh fabric (`partitioned.rs`).
-    let (mut fabric, partitioned) = if opts.threads > 1 {
-        let parts = partitions(&loaded, &topology, &fabric, sampler.is_some(), opts.threads as usize)?;
+    let split = partitions(&loaded, &topology, &fabric, sampler.is_some(), opts.threads)?;
+    let threads = split.as_ref().map_or(1, |(_, n)| *n);
+    let (mut fabric, partitioned) = if let Some((parts, threads)) = split {
         let (routes, engine) = (fabric.routes().clone(), fabric.config().clone());
         let fresh = || {
             Fabric::with_deps(&topology, routes.clone(), engine.clone(), built_flows.clone(), &deps)
@@ -261,7 +318,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         };
         fabric.set_partition(parts.clone(), 0);
         let mut fabrics = vec![fabric];
-        for me in 1..opts.threads as u8 {
+        for me in 1..threads as u8 {
             let mut f = fresh()?;
             f.set_partition(parts.clone(), me);
             fabrics.push(f);
@@ -293,7 +350,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         Partitioned::Continue(_, before) => Some(before.end),
         Partitioned::Again(_) => Some(SimTime::ZERO),
     };
-    let ran_again = opts.threads > 1 && matches!(partitioned, Partitioned::Again(_));
+    let ran_again = threads > 1 && matches!(partitioned, Partitioned::Again(_));
     let report = match partitioned {
         Partitioned::Done(report) => report,
         // The run goes on (or starts again) on one thread; what the partitions ran before
@@ -494,7 +551,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         "cpu_seconds": cpu_seconds,
         "cpu_us_per_link_hop": cpu_seconds.map(|c| c * 1e6 / (fabric.totals().link_hops.max(1) as f64)),
         "peak_rss_bytes": crate::proc_stats::peak_rss_bytes(),
-        "threads": opts.threads,
+        "threads": threads,
         "one_thread_from_ns": one_thread_from.map(|t| t.ps() as f64 / 1e3),
         "ran_again_on_one_thread": ran_again,
     });

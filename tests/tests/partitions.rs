@@ -264,6 +264,30 @@ fn a_run_that_spends_its_event_budget_is_run_again_on_one_thread() {
     assert_eq!(t["ran_again_on_one_thread"], true, "{t}");
 }
 
+/// `--threads auto`: one partition per core as far as the fabric splits (the same files as
+/// on one thread), and one thread, not a refusal, where it cannot be split.
+#[test]
+fn threads_auto_splits_what_it_can_and_runs_the_rest_on_one_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ib = "[fabric]\nkind = \"infiniband\"\nmtu = \"4KiB\"\n";
+    for (stem, fabric, want) in [("autoroce", ROCE_PFC, cores.min(4)), ("autoib", ib, 1)] {
+        let file = write(dir.path(), stem, &fat_tree(stem, fabric, "1MiB", "50us"));
+        let one = dir.path().join(format!("{stem}-1"));
+        let auto = dir.path().join(format!("{stem}-auto"));
+        let r1 = fabricsim(&["run", s(&file), "--out", s(&one), "-q"]);
+        let ra = fabricsim(&["run", s(&file), "--out", s(&auto), "-q", "--threads", "auto"]);
+        assert_eq!((r1.code, ra.code), (0, 0), "{stem}: {}{}", r1.stderr, ra.stderr);
+        assert!(outputs(&one) == outputs(&auto), "{stem}: files differ");
+        let t: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(auto.join("timing.json")).unwrap()).unwrap();
+        assert_eq!(t["threads"], want.max(1), "{stem}: {t}");
+    }
+    let r = fabricsim(&["run", "x.toml", "--threads", "0"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("from 1 to 64 or `auto`"), "{}", r.stderr);
+}
+
 /// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.
 #[test]
 fn a_leaf_spine_is_split_by_leaf() {
