@@ -1,6 +1,7 @@
 //! `fabricsim run --threads N`: one run split into partitions of the fabric by pod, one
 //! partition per thread, in conservative windows (`fabrics::engine::partition`), with
-//! every output equal to the single-threaded run's. The partitions fold into one fabric at
+//! every output equal to the single-threaded run's (the time series too: the windows end at
+//! its sample times, where partition 0 samples them all). The partitions fold into one fabric at
 //! the end time, or earlier when the run could end within the next window or the windows
 //! hold too little work ([`Pace`]); the run then goes on on one thread (the runner's loop).
 
@@ -8,9 +9,10 @@ use fabrics::engine::{Crossing, Ev, Fabric, MAX_PARTITIONS};
 use fabrics::topology::Topology;
 use sim_core::{Model, RunLimits, RunOutcome, RunReport, Scheduler, SimTime, Stopwatch, WheelQueue};
 use std::ops::ControlFlow;
-use std::sync::mpsc;
+use std::sync::{RwLock, mpsc};
 
 use crate::interrupt::Interrupt;
+use crate::timeseries::{Sampler, View};
 
 /// The partition of each node for `n` partitions: whole groups ([`groups`]), in order, `n`
 /// runs of nearly equal size; the nodes in no group (core or spine switches) split the same
@@ -221,9 +223,50 @@ fn decide(
     }
 }
 
+/// Where the threads wait for one another around a sample of the time series (the others'
+/// messages order everything else): the last to arrive lets them all go on. A thread that
+/// failed (panicked) makes the others fail instead of waiting for ever.
+struct Meeting {
+    arrived: std::sync::atomic::AtomicUsize,
+    generation: std::sync::atomic::AtomicUsize,
+    n: usize,
+}
+
+impl Meeting {
+    fn new(n: usize) -> Self {
+        Meeting {
+            arrived: 0.into(),
+            generation: 0.into(),
+            n,
+        }
+    }
+
+    fn wait(&self, failed: &std::sync::atomic::AtomicBool) {
+        use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+        let generation = self.generation.load(Acquire);
+        if self.arrived.fetch_add(1, AcqRel) + 1 == self.n {
+            self.arrived.store(0, Relaxed);
+            self.generation.fetch_add(1, Release);
+            return;
+        }
+        while self.generation.load(Acquire) == generation {
+            assert!(!failed.load(Relaxed), "another partition's thread failed");
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// Runs `fabrics` (one per partition, `set_partition` done, in partition order) to `limits`,
 /// each on its own thread; with `progress`, partition 0 prints a line on stderr every 2 s.
-pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, progress: bool) -> Outcome {
+/// With `sampler`, the windows end at its sample times, where partition 0 samples every
+/// partition (each port from the one that runs it) while the others wait.
+pub fn run(
+    mut fabrics: Vec<Fabric>,
+    limits: &RunLimits,
+    interrupt: &Interrupt,
+    progress: bool,
+    sampler: Option<&mut Sampler>,
+) -> Outcome {
     let clock = Stopwatch::start();
     let n = fabrics.len();
     let end_time = limits.end_time.unwrap_or(SimTime::MAX);
@@ -253,17 +296,26 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
     }
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel::<Message>()).unzip();
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let results: Vec<(Fabric, Sched, Next, u64)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = fabrics
-            .drain(..)
-            .zip(receivers)
+    // Each partition's fabric, written by its thread and read by partition 0's at samples.
+    let locks: Vec<RwLock<Fabric>> = fabrics.drain(..).map(RwLock::new).collect();
+    let period = sampler.as_ref().map(|s| s.period());
+    let mut sampler = sampler;
+    let (meeting, sampling) = (Meeting::new(n), std::sync::atomic::AtomicBool::new(period.is_some()));
+    let results: Vec<(Sched, Next, u64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = receivers
+            .into_iter()
             .enumerate()
-            .map(|(me, (mut fabric, inbox))| {
+            .map(|(me, inbox)| {
                 let senders = senders.clone();
-                let (clock, failed) = (&clock, &failed);
+                let (clock, failed, locks, meeting, sampling) = (&clock, &failed, &locks, &meeting, &sampling);
+                let mut my_sampler = if me == 0 { sampler.take() } else { None };
                 scope.spawn(move || {
                     let _guard = Failed(failed);
+                    let lock = &locks[me];
+                    let mut fabric = lock.write().expect("a partition's lock");
                     let mut s: Sched = fabric.scheduler();
+                    // The next sample time (none without a time series or once it stopped).
+                    let mut next_sample = period.map(|p| SimTime::ZERO + p);
                     let mut start = SimTime::ZERO;
                     let mut events = 0u64;
                     let mut early: Vec<Message> = Vec::new();
@@ -272,12 +324,15 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                     let mut waited = std::time::Duration::ZERO;
                     let mut last_print = std::time::Duration::ZERO;
                     for window in 0u64.. {
-                        let window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
+                        let mut window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
+                        if let Some(t) = next_sample {
+                            window_end = window_end.min(t);
+                        }
                         let window_limits = RunLimits {
                             end_time: Some(window_end),
                             ..RunLimits::default()
                         };
-                        let r = sim_core::run(&mut fabric, &mut s, &window_limits, |_| ControlFlow::Continue(()));
+                        let r = sim_core::run(&mut *fabric, &mut s, &window_limits, |_| ControlFlow::Continue(()));
                         events += r.events;
                         let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
                         let mut first_sent = None::<SimTime>;
@@ -368,6 +423,26 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                         for m in got.iter_mut() {
                             fabric.take_in(&mut s, std::mem::take(&mut m.items));
                         }
+                        // A sample time (or the end): every partition has handled its events up
+                        // to it; partition 0 samples them all while the others wait. (Not on a
+                        // run that starts again: its sampler starts again too.)
+                        let at_sample = next_sample.is_some_and(|t| window_end == t || window_end == end_time);
+                        if at_sample && !matches!(next, Next::OneThread(_)) {
+                            drop(fabric);
+                            meeting.wait(failed);
+                            if let Some(sampler) = my_sampler.as_deref_mut() {
+                                let guards: Vec<_> =
+                                    locks.iter().map(|l| l.read().expect("a partition's lock")).collect();
+                                let parts: Vec<&Fabric> = guards.iter().map(|g| &**g).collect();
+                                let go_on = sampler.sample(&View::new(&parts), window_end);
+                                sampling.store(go_on, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            meeting.wait(failed);
+                            next_sample = period
+                                .filter(|_| sampling.load(std::sync::atomic::Ordering::Relaxed))
+                                .map(|p| window_end + p);
+                            fabric = lock.write().expect("a partition's lock");
+                        }
                         match next {
                             Next::Window(t) => {
                                 let wall = clock.elapsed();
@@ -379,7 +454,8 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                                         events_all as f64 / wall.as_secs_f64().max(1e-9) / 1e6,
                                     );
                                 }
-                                start = t
+                                // Through an idle stretch too: one window at each sample time.
+                                start = next_sample.map_or(t, |ns| t.min(ns))
                             }
                             done => {
                                 let counted = events - fabric.shared_events();
@@ -392,7 +468,7 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
                                     wall_s = clock.elapsed().as_secs_f64(),
                                     "partition done"
                                 );
-                                return (fabric, s, done, counted);
+                                return (s, done, counted);
                             }
                         }
                     }
@@ -405,9 +481,10 @@ pub fn run(mut fabrics: Vec<Fabric>, limits: &RunLimits, interrupt: &Interrupt, 
             .map(|h| h.join().expect("a partition's thread panicked"))
             .collect()
     });
+    let fabrics = locks.into_iter().map(|l| l.into_inner().expect("a partition's lock"));
     let mut outcome = None;
     let mut parts = Vec::with_capacity(n);
-    for (fabric, s, next, counted) in results {
+    for ((s, next, counted), fabric) in results.into_iter().zip(fabrics) {
         match next {
             Next::OneThread(why) => return Outcome::NeedsOneThread(why, clock.elapsed()),
             Next::End(o) => outcome = Some(o),

@@ -188,20 +188,15 @@ fn partitions(
     loaded: &Loaded,
     topology: &fabrics::topology::Topology,
     fabric: &Fabric,
-    sampled: bool,
     threads: Threads,
 ) -> Result<Option<(Vec<u8>, usize)>, RunError> {
     let wanted = threads.wanted();
     if wanted < 2 {
         return Ok(None);
     }
-    let refusal = if sampled {
-        Some("the time series ([output] sample) is sampled across the whole fabric at once".to_string())
-    } else {
-        fabric
-            .partition_refusal()
-            .or_else(|| crate::partitioned::groups(topology).err())
-    };
+    let refusal = fabric
+        .partition_refusal()
+        .or_else(|| crate::partitioned::groups(topology).err());
     let n = match (refusal, threads) {
         (Some(why), Threads::Auto) => {
             tracing::info!("--threads auto: one thread, because {why}");
@@ -308,7 +303,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     tracing::info!(scenario = %sc.name, hosts = topology.n_hosts(), flows = fabric.flows().len(), "running");
     // On several threads: this fabric becomes partition 0 and the others are built alike; a
     // run that must end on one thread gets a fresh fabric (`partitioned.rs`).
-    let split = partitions(&loaded, &topology, &fabric, sampler.is_some(), opts.threads)?;
+    let split = partitions(&loaded, &topology, &fabric, opts.threads)?;
     let threads = split.as_ref().map_or(1, |(_, n)| *n);
     let (mut fabric, partitioned) = if let Some((parts, threads)) = split {
         let (routes, engine) = (fabric.routes().clone(), fabric.config().clone());
@@ -323,7 +318,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             f.set_partition(parts.clone(), me);
             fabrics.push(f);
         }
-        match crate::partitioned::run(fabrics, &limits, interrupt, opts.progress) {
+        match crate::partitioned::run(fabrics, &limits, interrupt, opts.progress, sampler.as_mut()) {
             crate::partitioned::Outcome::Done(f, report) => (*f, Partitioned::Done(report)),
             crate::partitioned::Outcome::Continue(f, sched, report) => {
                 tracing::info!(
@@ -335,7 +330,10 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             }
             crate::partitioned::Outcome::NeedsOneThread(why, spent) => {
                 tracing::warn!(scenario = %sc.name, "{why}: running again on one thread for the exact end");
-                (fresh()?, Partitioned::Again(spent))
+                let fabric = fresh()?;
+                // The time series starts again with the run.
+                sampler = loaded.sampler(&fabric);
+                (fabric, Partitioned::Again(spent))
             }
         }
     } else {

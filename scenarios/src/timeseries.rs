@@ -95,6 +95,33 @@ struct FlowRow {
     cc: fabrics::models::cc::CcState,
 }
 
+/// What the sampler reads: one fabric, or the partitions of a run on several threads at a
+/// window boundary (`partitioned.rs`), each port from the partition that runs it and each
+/// flow's sender side from its source's partition, its receiver side from its
+/// destination's.
+pub struct View<'a> {
+    parts: &'a [&'a Fabric],
+}
+
+impl<'a> View<'a> {
+    /// `parts`: one fabric, or every partition in partition order.
+    pub fn new(parts: &'a [&'a Fabric]) -> Self {
+        assert!(!parts.is_empty(), "a view of no fabric");
+        View { parts }
+    }
+    fn port(&self, p: u32) -> &'a Fabric {
+        self.parts[self.parts[0].partition_of_port(p)]
+    }
+    fn sender(&self, f: u32) -> &'a Fabric {
+        let h = self.parts[0].flows()[f as usize].src;
+        self.parts[self.parts[0].partition_of_host(h)]
+    }
+    fn receiver(&self, f: u32) -> &'a Fabric {
+        let h = self.parts[0].flows()[f as usize].dst;
+        self.parts[self.parts[0].partition_of_host(h)]
+    }
+}
+
 /// The sampler: its settings, the last snapshot and the rows so far.
 pub struct Sampler {
     period: Duration,
@@ -155,7 +182,7 @@ impl Sampler {
 
     /// Records the window ending at `t` (after `prev_t`). Returns `false` once the row bound
     /// stopped sampling.
-    pub fn sample(&mut self, fabric: &Fabric, t: SimTime) -> bool {
+    pub fn sample(&mut self, view: &View, t: SimTime) -> bool {
         if self.truncated_at.is_some() {
             return false;
         }
@@ -166,6 +193,7 @@ impl Sampler {
         let frac = |ps: u64| ps as f64 / dt as f64;
         let mut port_rows = Vec::new();
         for (i, &p) in self.ports.iter().enumerate() {
+            let fabric = view.port(p);
             let now = Self::snap(fabric, p, t);
             let was = self.prev[i];
             self.prev[i] = now;
@@ -198,18 +226,19 @@ impl Sampler {
             }
         }
         let mut flow_rows = Vec::new();
-        for r in fabric.flow_records() {
-            let f = r.id as usize;
-            let delta = r.bytes_delivered - self.prev_flow_bytes[f];
-            self.prev_flow_bytes[f] = r.bytes_delivered;
-            let sending = r.first_sent.is_some() && (r.finish.is_none() || delta > 0);
-            if sending && r.size_bytes > 0 {
+        for f in 0..self.prev_flow_bytes.len() {
+            let (sender, receiver) = (view.sender(f as u32), view.receiver(f as u32));
+            let (sent, got) = (&sender.flow_records()[f], &receiver.flow_records()[f]);
+            let delta = got.bytes_delivered - self.prev_flow_bytes[f];
+            self.prev_flow_bytes[f] = got.bytes_delivered;
+            let sending = sent.first_sent.is_some() && (got.finish.is_none() || delta > 0);
+            if sending && sent.size_bytes > 0 {
                 flow_rows.push(FlowRow {
                     t,
-                    flow: r.id,
-                    rate_bps: fabric.flow_rate(r.id).get(),
+                    flow: sent.id,
+                    rate_bps: sender.flow_rate(sent.id).get(),
                     goodput_bps: delta as f64 * 8.0 * 1e12 / dt as f64,
-                    cc: fabric.flow_cc_state(r.id),
+                    cc: sender.flow_cc_state(sent.id),
                 });
             }
         }
@@ -222,6 +251,11 @@ impl Sampler {
         self.port_rows.extend(port_rows);
         self.flow_rows.extend(flow_rows);
         true
+    }
+
+    /// The sampling period.
+    pub fn period(&self) -> Duration {
+        self.period
     }
 
     /// What `summary.json` says about the series.
@@ -375,8 +409,10 @@ pub fn run_sampled<Q: EventQueue<fabrics::engine::Ev>>(
     };
     let mut sampling = true;
     loop {
+        // From the last sample (where the last window ended: a run that goes on after its
+        // partitions folded starts from there, not from its last event).
         let window_end = if sampling {
-            (sched.now() + sampler.period).min(end)
+            (sampler.prev_t + sampler.period).min(end)
         } else {
             end
         };
@@ -392,7 +428,7 @@ pub fn run_sampled<Q: EventQueue<fabrics::engine::Ev>>(
         total.end = r.end;
         total.outcome = r.outcome;
         if sampling {
-            sampling = sampler.sample(fabric, r.end);
+            sampling = sampler.sample(&View::new(&[&*fabric]), r.end);
         }
         if r.outcome != RunOutcome::EndTime || window_end >= end {
             return total;

@@ -288,6 +288,30 @@ fn threads_auto_splits_what_it_can_and_runs_the_rest_on_one_thread() {
     assert!(r.stderr.contains("from 1 to 64 or `auto`"), "{}", r.stderr);
 }
 
+/// A time series: the windows end at its sample times, where every partition's ports and
+/// flows are sampled at once; the same rows, in CSV so the comparison reads them, whether
+/// the run stays split to its end or folds and goes on on one thread.
+#[test]
+fn a_time_series_is_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let sampled = "[output]\nsample = \"7us\"\nsample_ports = \"all\"\nsample_format = \"csv\"\n[run]\n";
+    for (stem, size, end) in [("series", "1GB", "300us"), ("seriesdone", "200kB", "10ms")] {
+        let text = fat_tree(stem, ROCE_PFC, size, end).replace("[run]\n", sampled);
+        let file = write(dir.path(), stem, &text);
+        same_on(dir.path(), &file, 2);
+        let rows = std::fs::read_to_string(dir.path().join(format!("{stem}-2/timeseries_ports.csv"))).unwrap();
+        assert!(rows.lines().count() > 100, "{stem}: {} rows", rows.lines().count());
+        let flows = std::fs::read_to_string(dir.path().join(format!("{stem}-2/timeseries_flows.csv"))).unwrap();
+        assert!(
+            flows.lines().count() > 16,
+            "{stem}: {} flow rows",
+            flows.lines().count()
+        );
+    }
+    assert!(timing(dir.path(), "series", 2)["one_thread_from_ns"].is_null());
+    folded_at_ns(dir.path(), "seriesdone", 2);
+}
+
 /// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.
 #[test]
 fn a_leaf_spine_is_split_by_leaf() {

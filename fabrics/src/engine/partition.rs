@@ -144,6 +144,18 @@ impl Fabric {
         self.part = None;
     }
 
+    /// The partition that runs port `p` (0 when the run is not split).
+    pub fn partition_of_port(&self, p: u32) -> usize {
+        self.part
+            .as_ref()
+            .map_or(0, |ps| ps.part_of_node[self.ports[p as usize].node as usize] as usize)
+    }
+
+    /// The partition that runs host `h` (0 when the run is not split).
+    pub fn partition_of_host(&self, h: u32) -> usize {
+        self.partition_of_port(self.nics[h as usize].port)
+    }
+
     /// Whether this fabric runs `node` (always, unless it is one partition of several).
     #[inline(always)]
     pub(super) fn runs_node(&self, node: u32) -> bool {
