@@ -337,9 +337,7 @@ pub fn run(
                         let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
                         let mut first_sent = None::<SimTime>;
                         for (part, item) in fabric.take_outbox() {
-                            let at = match &item {
-                                Crossing::Packet { at, .. } | Crossing::Frame { at, .. } => *at,
-                            };
+                            let at = item.at();
                             first_sent = Some(first_sent.map_or(at, |f| f.min(at)));
                             to[part as usize].push(item);
                         }

@@ -312,6 +312,28 @@ fn a_time_series_is_the_same_on_two_threads() {
     folded_at_ns(dir.path(), "seriesdone", 2);
 }
 
+/// HPCC: the in-band telemetry a packet collects at switch egresses is kept beside the arena
+/// by packet id, and travels with the packet to another partition and through a fold.
+#[test]
+fn hpcc_telemetry_travels_with_its_packets() {
+    let dir = tempfile::tempdir().unwrap();
+    let hpcc = ROCE_PFC.replace("acks = true", "acks = true\ncc = { kind = \"hpcc\" }");
+    let permutation = fat_tree("hpcc", &hpcc, "1GB", "300us");
+    // Three long flows between pods: the windows hold little work, so the partitions fold
+    // with packets (and their records) in flight on both sides.
+    let thin = fat_tree("hpccthin", &hpcc, "1MB", "5ms").replace(
+        "kind = \"permutation\"\nsize = \"1MB\"",
+        "kind = \"flows\"\nflows = [{ src = 0, dst = 15, size = \"20MB\" }, { src = 1, dst = 15, size = \"20MB\" }, \
+         { src = 14, dst = 2, size = \"20MB\" }]",
+    );
+    for (stem, text) in [("hpcc", permutation), ("hpccthin", thin)] {
+        let file = write(dir.path(), stem, &text);
+        let summary = same_on(dir.path(), &file, 2);
+        assert!(summary["packets"]["delivered"].as_u64().unwrap() > 100, "{summary}");
+    }
+    folded_at_ns(dir.path(), "hpccthin", 2);
+}
+
 /// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.
 #[test]
 fn a_leaf_spine_is_split_by_leaf() {
@@ -331,13 +353,13 @@ mtu = "4KiB"
         (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "has 4 for 8 threads"),
         (
             fat_tree(
-                "hpcc",
-                &ROCE_PFC.replace("acks = true", "acks = true\ncc = { kind = \"hpcc\" }"),
+                "samples",
+                &ROCE_PFC.replace("acks = true", "acks = true\nrate_sample = \"10us\""),
                 "1MiB",
                 "50us",
             ),
             2,
-            "in-band telemetry",
+            "rate samples",
         ),
     ];
     // A ring of switches can close a loop of PAUSE frames across partitions.

@@ -26,8 +26,8 @@
 //! What cannot be split this way is refused ([`Fabric::partition_refusal`]): credit links
 //! (InfiniBand, NVLink, PCIe: a credit device takes flow-control packets in lazily, out of
 //! order with the events), flows that start on other flows' completion (a completion at one
-//! end of the fabric starts a flow at the other with no delay), HPCC's in-band telemetry (keyed by packet), rate
-//! samples and packet capture (both in whole-fabric time order); the runner also refuses
+//! end of the fabric starts a flow at the other with no delay), rate samples and packet
+//! capture (both in whole-fabric time order); the runner also refuses
 //! topologies whose routes could close a loop of PAUSE frames across partitions (links
 //! within a tier), which no partition's deadlock search would see whole.
 //!
@@ -58,19 +58,33 @@ pub(super) struct PartState {
     short_of_bytes: u64,
 }
 
-/// Something put on a link towards another partition: the packet itself (its id is only
-/// meaningful in the sender's arena) or a link-level control frame.
+/// Something put on port `port`'s link towards another partition, arriving at the far end
+/// at `at`: the packet itself (its id is only meaningful in the sender's arena) or a
+/// link-level control frame.
 #[derive(Clone, Debug)]
-pub enum Crossing {
-    /// A packet on port `port`'s link, arriving at the far end at `at`.
+pub struct Crossing {
+    port: u32,
+    at: SimTime,
+    what: Carried,
+}
+
+#[derive(Clone, Debug)]
+enum Carried {
+    /// With its HPCC in-band telemetry, when the run keeps it (by packet id, so it travels
+    /// with the packet).
     Packet {
-        port: u32,
-        at: SimTime,
         lane: OnWire,
         packet: Packet,
+        int: Option<Box<roce::int::IntStack>>,
     },
-    /// A control frame (PFC) on port `port`'s link, arriving at `at`.
-    Frame { port: u32, at: SimTime, frame: CtrlFrame },
+    Frame(CtrlFrame),
+}
+
+impl Crossing {
+    /// When it reaches the far end of its link.
+    pub fn at(&self) -> SimTime {
+        self.at
+    }
 }
 
 /// Most partitions a run can have (a node's partition is a byte).
@@ -182,18 +196,12 @@ impl Fabric {
     pub(super) fn send_across(&mut self, p: u32, at: SimTime) {
         let (_, lane) = self.ports[p as usize].pipe.take_last().expect("just pushed");
         let packet = *self.packets.get(lane.id);
+        let int = self.roce.as_deref().and_then(|r| r.int_of(lane.id)).map(Box::new);
         self.packets.free(lane.id);
         let ps = self.part.as_mut().expect("partitioned");
         let to = ps.part_of_node[self.ports[p as usize].peer_node as usize];
-        ps.outbox.push((
-            to,
-            Crossing::Packet {
-                port: p,
-                at,
-                lane,
-                packet,
-            },
-        ));
+        let what = Carried::Packet { lane, packet, int };
+        ps.outbox.push((to, Crossing { port: p, at, what }));
     }
 
     /// [`Fabric::send_across`] for a control frame: the pipe is the far port `x`'s.
@@ -202,7 +210,8 @@ impl Fabric {
         let (_, frame) = self.ctrl_links[x as usize].pipe.take_last().expect("just pushed");
         let ps = self.part.as_mut().expect("partitioned");
         let to = ps.part_of_node[self.ports[p as usize].peer_node as usize];
-        ps.outbox.push((to, Crossing::Frame { port: p, at, frame }));
+        let what = Carried::Frame(frame);
+        ps.outbox.push((to, Crossing { port: p, at, what }));
     }
 
     /// What this partition sent towards partition `to` since the last call, in sending
@@ -217,18 +226,16 @@ impl Fabric {
     /// Takes in what another partition sent to this one, in its sending order: each packet
     /// joins its link's pipe here, as if it had been put on it locally.
     pub fn take_in<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, items: impl IntoIterator<Item = Crossing>) {
-        for item in items {
-            match item {
-                Crossing::Packet {
-                    port,
-                    at,
-                    mut lane,
-                    packet,
-                } => {
+        for Crossing { port, at, what } in items {
+            match what {
+                Carried::Packet { mut lane, packet, int } => {
                     if packet.kind == PacketKind::Data {
                         self.count_crossed_in(packet.flow, packet.payload_bytes);
                     }
                     lane.id = self.packets.alloc(packet);
+                    if let (Some(stack), Some(r)) = (int, self.roce.as_deref_mut()) {
+                        r.set_int(lane.id, *stack);
+                    }
                     let (arrive, first) = self.ports[port as usize].pipe.push_fifo(at, lane);
                     debug_assert_eq!(arrive, at, "a link's items arrive in sending order");
                     if first {
@@ -236,7 +243,7 @@ impl Fabric {
                         s.schedule(arrive, o, Ev::Arrive(port));
                     }
                 }
-                Crossing::Frame { port, at, frame } => {
+                Carried::Frame(frame) => {
                     let x = self.ports[port as usize].peer_port;
                     let (arrive, first) = self.ctrl_links[x as usize].pipe.push_fifo(at, frame);
                     debug_assert_eq!(arrive, at, "a link's frames arrive in sending order");
@@ -296,7 +303,13 @@ impl Fabric {
         let theirs_host: Vec<bool> = self.nics.iter().map(|n| theirs_port[n.port as usize]).collect();
         // Every packet id in a structure taken from `other` is moved into this arena.
         let (mut arena, from) = (std::mem::take(&mut self.packets), &other.packets);
-        let mut rehome = |id: u32| arena.alloc(*from.get(id));
+        // (old id, new id) of each packet moved, for what is kept by packet id (INT).
+        let mut rehomed: Vec<(u32, u32)> = Vec::new();
+        let mut rehome = |id: u32| {
+            let new = arena.alloc(*from.get(id));
+            rehomed.push((id, new));
+            new
+        };
         for p in 0..self.ports.len() {
             if theirs_port[p] {
                 std::mem::swap(&mut self.ports[p], &mut other.ports[p]);
@@ -325,6 +338,13 @@ impl Fabric {
             r.absorb_flows(o, &theirs_src, &theirs_dst);
         }
         self.packets = arena;
+        if let (Some(r), Some(o)) = (self.roce.as_deref_mut(), other.roce.as_deref()) {
+            for &(old, new) in &rehomed {
+                if let Some(stack) = o.int_of(old) {
+                    r.set_int(new, stack);
+                }
+            }
+        }
         for (h, _) in theirs_host.iter().enumerate().filter(|(_, t)| **t) {
             std::mem::swap(&mut self.nics[h], &mut other.nics[h]);
         }

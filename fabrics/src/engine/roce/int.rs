@@ -9,7 +9,7 @@ use crate::models::cc::hpcc::MAX_INT_HOPS;
 /// The records of one packet, in path order (at most [`MAX_INT_HOPS`]; later hops add none,
 /// as HPCC-sim's `IntHeader::PushHop`).
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct IntStack {
+pub(in crate::engine) struct IntStack {
     hops: [IntHop; MAX_INT_HOPS],
     n: u8,
 }

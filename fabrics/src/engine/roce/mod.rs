@@ -49,7 +49,7 @@ use std::collections::{BTreeMap, VecDeque};
 mod config;
 mod deadlock;
 mod host;
-mod int;
+pub(in crate::engine) mod int;
 mod pfc_link;
 mod qp;
 mod switch;
@@ -280,9 +280,6 @@ impl RoceState {
     /// What of this RoCEv2 configuration keeps a run from being split into partitions
     /// (`engine/partition.rs`), if anything.
     pub(in crate::engine) fn partition_refusal(&self) -> Option<&'static str> {
-        if self.int.is_some() {
-            return Some("HPCC's in-band telemetry is kept by packet");
-        }
         if self.cfg.rate_sample.is_some() {
             return Some("rate samples are taken across the whole fabric at once");
         }
@@ -346,6 +343,19 @@ impl RoceState {
             a.absorb(b, theirs_port);
         }
         self.totals.absorb(&o.totals);
+    }
+
+    /// Packet `id`'s INT records, when the run keeps them (HPCC).
+    pub(in crate::engine) fn int_of(&self, id: u32) -> Option<int::IntStack> {
+        self.int.as_ref().map(|t| t.get(id))
+    }
+
+    /// Packet `id` carries `stack` (a packet taken in from another partition, or moved into
+    /// this arena by a fold).
+    pub(in crate::engine) fn set_int(&mut self, id: u32, stack: int::IntStack) {
+        if let Some(t) = self.int.as_mut() {
+            t.set(id, stack);
+        }
     }
 
     /// Folds the queue pairs' state another partition kept: a flow's sender side from the
