@@ -194,9 +194,8 @@ fn partitions(
     if wanted < 2 {
         return Ok(None);
     }
-    let refusal = fabric
-        .partition_refusal()
-        .or_else(|| crate::partitioned::groups(topology).err());
+    let groups = crate::partitioned::groups(topology);
+    let refusal = fabric.partition_refusal().or_else(|| groups.as_ref().err().cloned());
     let n = match (refusal, threads) {
         (Some(why), Threads::Auto) => {
             tracing::info!("--threads auto: one thread, because {why}");
@@ -211,7 +210,7 @@ fn partitions(
         }
         // As many as the cores, at most one per group.
         (None, Threads::Auto) => {
-            let groups = crate::partitioned::groups(topology).map_or(0, |(_, n)| n);
+            let groups = groups.map_or(0, |(_, n)| n);
             if groups.min(wanted) < 2 {
                 tracing::info!("--threads auto: one thread, because the topology has {groups} group(s) to split into");
                 return Ok(None);
@@ -349,54 +348,50 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         Partitioned::Again(_) => Some(SimTime::ZERO),
     };
     let ran_again = threads > 1 && matches!(partitioned, Partitioned::Again(_));
+    // The run goes on on one thread from `sched` (`None`: from the start); what the partitions
+    // ran before (`before`: events, wall time) is counted in.
+    let mut go_on = |sched: Option<Box<Scheduler<Ev, WheelQueue<Ev>>>>, before: RunReport| {
+        let mut sched = sched.map_or_else(|| fabric.scheduler(), |s| *s);
+        let limits = RunLimits {
+            max_events: limits.max_events.map(|m| m.saturating_sub(before.events)),
+            wall_clock: limits.wall_clock.map(|w| w.saturating_sub(before.wall_elapsed)),
+            ..limits
+        };
+        let report =
+            crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
+                // A signal ends the run as a budget does (outcome `interrupted`, results written).
+                if interrupt.count() > 0 {
+                    return ControlFlow::Break(());
+                }
+                if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
+                    last_print = p.wall_elapsed;
+                    eprintln!(
+                        "  ... simulated {:.3} ms, {} events ({:.1} M/s), {} pending",
+                        p.now.ps() as f64 / 1e9,
+                        p.events,
+                        p.events as f64 / p.wall_elapsed.as_secs_f64().max(1e-9) / 1e6,
+                        p.pending
+                    );
+                }
+                ControlFlow::Continue(())
+            });
+        RunReport {
+            events: before.events + report.events,
+            wall_elapsed: before.wall_elapsed + report.wall_elapsed,
+            ..report
+        }
+    };
     let report = match partitioned {
         Partitioned::Done(report) => report,
-        // The run goes on (or starts again) on one thread; what the partitions ran before
-        // (events, wall time) is counted in.
-        Partitioned::Continue(..) | Partitioned::Again(_) => {
-            let (mut sched, before) = match partitioned {
-                Partitioned::Continue(sched, before) => (*sched, before),
-                _ => (
-                    fabric.scheduler::<WheelQueue<_>>(),
-                    RunReport {
-                        outcome: RunOutcome::EndTime,
-                        events: 0,
-                        end: SimTime::ZERO,
-                        wall_elapsed: match partitioned {
-                            Partitioned::Again(spent) => spent,
-                            _ => std::time::Duration::ZERO,
-                        },
-                    },
-                ),
+        Partitioned::Continue(sched, before) => go_on(Some(sched), before),
+        Partitioned::Again(spent) => {
+            let before = RunReport {
+                outcome: RunOutcome::EndTime,
+                events: 0,
+                end: SimTime::ZERO,
+                wall_elapsed: spent,
             };
-            let limits = RunLimits {
-                max_events: limits.max_events.map(|m| m.saturating_sub(before.events)),
-                wall_clock: limits.wall_clock.map(|w| w.saturating_sub(before.wall_elapsed)),
-                ..limits
-            };
-            let report =
-                crate::timeseries::run_sampled(&mut fabric, &mut sched, &limits, sampler.as_mut(), |p: &Progress| {
-                    // A signal ends the run as a budget does (outcome `interrupted`, results written).
-                    if interrupt.count() > 0 {
-                        return ControlFlow::Break(());
-                    }
-                    if show && p.wall_elapsed >= last_print + std::time::Duration::from_secs(2) {
-                        last_print = p.wall_elapsed;
-                        eprintln!(
-                            "  ... simulated {:.3} ms, {} events ({:.1} M/s), {} pending",
-                            p.now.ps() as f64 / 1e9,
-                            p.events,
-                            p.events as f64 / p.wall_elapsed.as_secs_f64().max(1e-9) / 1e6,
-                            p.pending
-                        );
-                    }
-                    ControlFlow::Continue(())
-                });
-            RunReport {
-                events: before.events + report.events,
-                wall_elapsed: before.wall_elapsed + report.wall_elapsed,
-                ..report
-            }
+            go_on(None, before)
         }
     };
     // Signals so far belong to the simulation; one more while writing stops the writing.
