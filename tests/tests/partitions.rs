@@ -334,6 +334,30 @@ fn hpcc_telemetry_travels_with_its_packets() {
     folded_at_ns(dir.path(), "hpccthin", 2);
 }
 
+/// A k=8 fat-tree (8 pods) on 3 threads: groups of unequal size (3, 3 and 2 pods, the core
+/// switches split alike), with DCQCN, PAUSE frames and a time series at once.
+#[test]
+fn uneven_groups_on_a_larger_fat_tree_are_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let dcqcn = ROCE_PFC.replace(
+        "acks = true",
+        "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
+    );
+    let text = fat_tree("k8", &dcqcn, "1GB", "100us")
+        .replace("k = 4", "k = 8")
+        .replace(
+            "[run]\n",
+            "[output]\nsample = \"10us\"\nsample_format = \"csv\"\n[run]\n",
+        );
+    let file = write(dir.path(), "k8", &text);
+    same_on(dir.path(), &file, 3);
+    let roce: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("k8-1/roce.json")).unwrap()).unwrap();
+    assert!(roce["totals"]["pause_frames"].as_u64().unwrap() > 0, "{roce}");
+    assert!(roce["totals"]["ecn_marked"].as_u64().unwrap() > 0, "{roce}");
+    assert!(timing(dir.path(), "k8", 3)["one_thread_from_ns"].is_null());
+}
+
 /// A leaf-spine has no pods: it is split by leaf switch, each with its hosts.
 #[test]
 fn a_leaf_spine_is_split_by_leaf() {
