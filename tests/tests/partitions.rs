@@ -45,6 +45,14 @@ nic_tx = "0s"
 nic_rx = "0s"
 "#;
 
+/// [`ROCE_PFC`] with ECN marking by the DCQCN paper's RED and DCQCN at the senders.
+fn dcqcn() -> String {
+    ROCE_PFC.replace(
+        "acks = true",
+        "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
+    )
+}
+
 /// Tail drop at 64 KiB per port: many drops, recovered by go-back-N.
 const ETHERNET_DROPS: &str = r#"[fabric]
 kind = "ethernet"
@@ -129,12 +137,7 @@ fn rocev2_with_pauses_is_the_same_on_two_and_four_threads() {
 #[test]
 fn dcqcn_with_ecn_marks_is_the_same_on_two_and_four_threads() {
     let dir = tempfile::tempdir().unwrap();
-    // RoCEv2 with PFC, ECN marking by the DCQCN paper's RED and DCQCN at the senders.
-    let dcqcn = ROCE_PFC.replace(
-        "acks = true",
-        "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
-    );
-    let file = write(dir.path(), "dcqcn", &fat_tree("dcqcn", &dcqcn, "1GB", "300us"));
+    let file = write(dir.path(), "dcqcn", &fat_tree("dcqcn", &dcqcn(), "1GB", "300us"));
     same_on(dir.path(), &file, 2);
     let roce: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("dcqcn-1/roce.json")).unwrap()).unwrap();
@@ -193,16 +196,7 @@ fn a_run_whose_flows_all_finish_folds_and_goes_on_on_one_thread() {
 #[test]
 fn a_finite_dcqcn_workload_folds_the_queue_pairs() {
     let dir = tempfile::tempdir().unwrap();
-    let text = fat_tree(
-        "ws",
-        &ROCE_PFC.replace(
-            "acks = true",
-            "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
-        ),
-        "1MB",
-        "20ms",
-    )
-    .replace(
+    let text = fat_tree("ws", &dcqcn(), "1MB", "20ms").replace(
         "kind = \"permutation\"\nsize = \"1MB\"",
         &format!(
             "kind = \"poisson\"\nload = 0.5\ncdf = \"{}\"\nduration = \"300us\"\nclass = 3",
@@ -339,11 +333,7 @@ fn hpcc_telemetry_travels_with_its_packets() {
 #[test]
 fn uneven_groups_on_a_larger_fat_tree_are_the_same() {
     let dir = tempfile::tempdir().unwrap();
-    let dcqcn = ROCE_PFC.replace(
-        "acks = true",
-        "acks = true\necn = { preset = \"dcqcn_paper\" }\ncc = { kind = \"dcqcn\", preset = \"paper\" }",
-    );
-    let text = fat_tree("k8", &dcqcn, "1GB", "100us")
+    let text = fat_tree("k8", &dcqcn(), "1GB", "100us")
         .replace("k = 4", "k = 8")
         .replace(
             "[run]\n",
