@@ -281,8 +281,10 @@ pub fn run(
     if fabrics.iter().all(|f| f.may_all_end_within_lookahead()) {
         let parts = fabrics
             .into_iter()
-            .map(|f| (f.scheduler(), f))
-            .map(|(s, f)| (f, s, 0))
+            .map(|f| {
+                let s = f.scheduler();
+                (f, s, 0)
+            })
             .collect();
         let (mut fabric, sched, _) = fold(parts);
         fabric.end_partitions();

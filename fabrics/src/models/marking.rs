@@ -144,6 +144,12 @@ impl RedParams {
     /// between Kmin and Kmax). Exact: marks iff `u < Pmax·(q − Kmin)` for `u` uniform on
     /// `[0, 10^6·(Kmax − Kmin))` (Lemire's multiply-shift; bias below 2^-40).
     pub fn decide<R: Rng + ?Sized>(&self, queued_bytes: u64, rng: &mut R) -> bool {
+        self.decide_with(queued_bytes, || rng.next_u64())
+    }
+
+    /// [`RedParams::decide`] with the draw asked for only when it is needed (`draw` is
+    /// called at most once, only between Kmin and Kmax).
+    pub fn decide_with(&self, queued_bytes: u64, draw: impl FnOnce() -> u64) -> bool {
         if queued_bytes <= self.kmin_bytes {
             return false;
         }
@@ -151,7 +157,7 @@ impl RedParams {
             return true;
         }
         let span = (self.kmax_bytes - self.kmin_bytes) as u128 * PPM_ONE as u128;
-        let u = (rng.next_u64() as u128 * span) >> 64;
+        let u = (draw() as u128 * span) >> 64;
         u < self.pmax_ppm as u128 * (queued_bytes - self.kmin_bytes) as u128
     }
 }
@@ -197,19 +203,15 @@ impl RedEcn {
         self.marked
     }
     fn decide(&mut self, port: u32, queued_bytes: u64) -> bool {
-        let p = &self.params;
-        // Outside (Kmin, Kmax] the answer needs no draw (and no stream).
-        let m = if queued_bytes <= p.kmin_bytes || queued_bytes > p.kmax_bytes {
-            queued_bytes > p.kmax_bytes
-        } else {
+        let (streams, id, rngs) = (self.streams, self.first_stream + port as u64, &mut self.rngs);
+        // The port's stream is made at its first draw (outside (Kmin, Kmax] there is none).
+        let m = self.params.decide_with(queued_bytes, || {
             let i = port as usize;
-            if i >= self.rngs.len() {
-                self.rngs.resize(i + 1, None);
+            if i >= rngs.len() {
+                rngs.resize(i + 1, None);
             }
-            let (streams, id) = (self.streams, self.first_stream + port as u64);
-            let rng = self.rngs[i].get_or_insert_with(|| Box::new(streams.stream(id)));
-            p.decide(queued_bytes, &mut **rng)
-        };
+            rngs[i].get_or_insert_with(|| Box::new(streams.stream(id))).next_u64()
+        });
         self.marked += m as u64;
         m
     }
