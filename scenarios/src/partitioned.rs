@@ -89,8 +89,29 @@ pub fn groups(topo: &Topology) -> Result<(Vec<Option<usize>>, usize), String> {
             })
             .collect()
     };
+    let group = with_their_servers(topo, group);
     let count = group.iter().flatten().max().map_or(0, |&m| m + 1);
     Ok((group, count))
+}
+
+/// Every node inside a GPU server (GPUs, their hubs, NVSwitch and PCIe switches, root
+/// complexes, NICs) joins the group of the network switch its server hangs from, so that no
+/// link inside a server (nanoseconds long) lies between partitions: what is reached from a
+/// grouped node without passing a network switch is in its group.
+fn with_their_servers(topo: &Topology, mut group: Vec<Option<usize>>) -> Vec<Option<usize>> {
+    use fabrics::topology::NodeKind;
+    let g = &topo.graph;
+    let mut frontier: std::collections::VecDeque<_> =
+        g.node_indices().filter(|&v| group[v.index()].is_some()).collect();
+    while let Some(v) = frontier.pop_front() {
+        for w in g.neighbors(v) {
+            if group[w.index()].is_none() && !matches!(g[w].kind, NodeKind::Switch { .. }) {
+                group[w.index()] = group[v.index()];
+                frontier.push_back(w);
+            }
+        }
+    }
+    group
 }
 
 /// Polls of a partition's inbox before it sleeps on it (about 20 us of spinning).
@@ -339,8 +360,9 @@ pub fn run(
                         let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
                         let mut first_sent = None::<SimTime>;
                         for (part, item) in fabric.take_outbox() {
-                            let at = item.at();
-                            first_sent = Some(first_sent.map_or(at, |f| f.min(at)));
+                            if let Some(at) = item.arrives_at() {
+                                first_sent = Some(first_sent.map_or(at, |f| f.min(at)));
+                            }
                             to[part as usize].push(item);
                         }
                         let stop = if interrupt.count() > 0 {

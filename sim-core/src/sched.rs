@@ -67,6 +67,15 @@ impl<E: Copy, Q: EventQueue<E>> Scheduler<E, Q> {
         at < self.now || (at == self.now && origin.0 < self.high_origin)
     }
 
+    /// The origin of the event being handled (of the last one handled): with [`Scheduler::now`],
+    /// where in the order of the run something happens, for a partition of a run on several
+    /// threads to place it against another partition's events (origins never tie across
+    /// partitions: each origin's events run in one).
+    #[inline]
+    pub fn current_origin(&self) -> Origin {
+        Origin(self.high_origin)
+    }
+
     /// Time of the next event, if any (popped and put back: keys are unique, so the order
     /// is unchanged).
     pub fn next_time(&mut self) -> Option<SimTime> {

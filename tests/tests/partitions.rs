@@ -3,7 +3,8 @@
 //! the single-threaded run's, on RoCEv2 with PFC pauses, on the base Ethernet fabric with
 //! drops and go-back-N, with DCQCN and ECN marks, at its end time, folded into one fabric to
 //! go on on one thread when every flow may finish or the windows hold little work, run again
-//! on one thread when the event budget runs out, and on a leaf-spine split by leaf; what
+//! on one thread when the event budget runs out, on a leaf-spine split by leaf, and on
+//! InfiniBand with credit stalls whose congestion-tree causes lie in another partition; what
 //! cannot be split is refused with the reason.
 
 use fabricsim_tests::{catalogue, fabricsim, s};
@@ -264,8 +265,8 @@ fn a_run_that_spends_its_event_budget_is_run_again_on_one_thread() {
 fn threads_auto_splits_what_it_can_and_runs_the_rest_on_one_thread() {
     let dir = tempfile::tempdir().unwrap();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ib = "[fabric]\nkind = \"infiniband\"\nmtu = \"4KiB\"\n";
-    for (stem, fabric, want) in [("autoroce", ROCE_PFC, cores.min(4)), ("autoib", ib, 1)] {
+    let samples = ROCE_PFC.replace("acks = true", "acks = true\nrate_sample = \"10us\"");
+    for (stem, fabric, want) in [("autoroce", ROCE_PFC, cores.min(4)), ("autosamples", &samples, 1)] {
         let file = write(dir.path(), stem, &fat_tree(stem, fabric, "1MiB", "50us"));
         let one = dir.path().join(format!("{stem}-1"));
         let auto = dir.path().join(format!("{stem}-auto"));
@@ -358,12 +359,12 @@ fn a_leaf_spine_is_split_by_leaf() {
 #[test]
 fn what_cannot_be_split_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let ib = r#"[fabric]
-kind = "infiniband"
-mtu = "4KiB"
-"#;
     let cases = [
-        (fat_tree("ib", ib, "1MiB", "50us"), 2, "credit links"),
+        (
+            std::fs::read_to_string(catalogue("cluster16_hgx_ndr_allreduce.toml")).unwrap(),
+            2,
+            "flows that start on other flows' completion",
+        ),
         (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "has 4 for 8 threads"),
         (
             fat_tree(
@@ -402,4 +403,106 @@ mtu = "4KiB"
         );
         assert!(!out.exists(), "case {i}: nothing is written");
     }
+}
+
+const IB: &str = r#"[fabric]
+kind = "infiniband"
+mtu = "4KiB"
+"#;
+
+/// The congestion tree of an InfiniBand run: (stalled port, port it waits for, ns).
+fn congestion_tree(summary: &serde_json::Value) -> Vec<(String, String, f64)> {
+    summary["congestion_tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let name = |k: &str| e[k].as_str().unwrap().to_owned();
+            (name("stalled"), name("waits_for"), e["stall_ns"].as_f64().unwrap())
+        })
+        .collect()
+}
+
+/// InfiniBand: credits cross between partitions in flow-control packets taken in lazily, and
+/// a stall at a port whose far end is another partition's names the cause that partition's
+/// buffer held at that instant (asked after the window, answered with the next): the tree of
+/// the catalogue's congestion-tree run (leaf switches on both sides of its one spine, with
+/// virtual output queues) is the single-threaded one on 2 and 4 threads.
+#[test]
+fn infiniband_congestion_tree_is_the_same_on_two_and_four_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(catalogue("ib_ndr_congestion_tree.toml")).unwrap() + "[output]\nhotspots = 50\n";
+    let file = write(dir.path(), "tree", &text);
+    let summary = same_on(dir.path(), &file, 2);
+    same_on(dir.path(), &file, 4);
+    // It means something: leaves stall on the spine, whose buffers are another partition's.
+    let tree = congestion_tree(&summary);
+    let across = tree
+        .iter()
+        .filter(|(a, b, ns)| a.starts_with("leaf") && b.starts_with("spine") && *ns > 0.0)
+        .count();
+    assert!(across >= 2, "{tree:?}");
+}
+
+/// InfiniBand on a fat-tree with input-FIFO switches (the head of line is the cause) and
+/// with IB congestion control (FECN, BECN back across partitions), at its end time and
+/// finishing with a fold on one thread.
+#[test]
+fn infiniband_fifo_switches_and_congestion_control_are_the_same_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = IB.replace(
+        "mtu = \"4KiB\"",
+        "mtu = \"4KiB\"\n[fabric.infiniband]\ninput_queues = \"fifo\"",
+    );
+    let cc = format!("{IB}[fabric.infiniband.cc]\nthreshold = 15\nmarking_rate = 3\n");
+    // Twelve hosts of three pods send to one host under each edge switch of pod 0: a core's
+    // packets at an aggregation switch's input wait for either edge, so the cause a core
+    // port's stall names changes within windows.
+    let flows: Vec<String> = (4..16)
+        .map(|src| format!("{{ src = {src}, dst = {}, size = \"1GB\" }}", [0, 2][src % 2]))
+        .collect();
+    let incast = fat_tree("fifoincast", &fifo, "1GB", "200us").replace(
+        "kind = \"permutation\"\nsize = \"1GB\"",
+        &format!("kind = \"flows\"\nflows = [{}]", flows.join(", ")),
+    );
+    let file = write(dir.path(), "fifoincast", &incast);
+    let summary = same_on(dir.path(), &file, 2);
+    assert!(congestion_tree(&summary).iter().any(|(a, _, _)| a.starts_with("core")));
+    for (stem, fabric, size, end) in [
+        ("fifo", fifo.as_str(), "1GB", "200us"),
+        ("cc", cc.as_str(), "1GB", "200us"),
+        ("ccdone", cc.as_str(), "300kB", "10ms"),
+    ] {
+        let file = write(dir.path(), stem, &fat_tree(stem, fabric, size, end));
+        let summary = same_on(dir.path(), &file, 2);
+        let counters = &summary["counters"];
+        assert!(
+            counters["ib_credit_stall_ps"].as_u64().unwrap() > 0,
+            "{stem}: {counters}"
+        );
+        assert!(!congestion_tree(&summary).is_empty(), "{stem}");
+        if stem.starts_with("cc") {
+            assert!(counters["ib_becn_received"].as_u64().unwrap() > 0, "{stem}: {counters}");
+        }
+        if stem == "ccdone" {
+            assert_eq!(summary["counters"]["flows_completed"], 16, "{stem}: {summary}");
+            assert!(folded_at_ns(dir.path(), stem, 2) > 0.0);
+        }
+    }
+}
+
+/// A cluster of GPU servers (NVLink and PCIe credit links inside, InfiniBand between): each
+/// server goes with the pod of the leaves it hangs from, so no link inside a server lies
+/// between partitions.
+#[test]
+fn gpu_servers_stay_whole_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(catalogue("cluster16_hgx_ndr_allreduce.toml")).unwrap();
+    let head = &text[..text.find("[[workload]]").unwrap()];
+    let text = format!("{head}[[workload]]\nkind = \"permutation\"\nsize = \"2MiB\"\n[run]\nend_time = \"1ms\"\n");
+    let file = write(dir.path(), "hgx", &text);
+    let summary = same_on(dir.path(), &file, 2);
+    assert!(summary["packets"]["delivered"].as_u64().unwrap() > 1000, "{summary}");
+    // Split until every flow may end: the lookahead is a fabric cable's, not NVLink's.
+    assert!(folded_at_ns(dir.path(), "hgx", 2) > 10_000.0);
 }

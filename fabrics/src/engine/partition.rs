@@ -23,13 +23,20 @@
 //! sources' flows; counted once. `tests/tests/partitions.rs` compares every output file of
 //! runs on one thread and on two and four.
 //!
-//! What cannot be split this way is refused ([`Fabric::partition_refusal`]): credit links
-//! (InfiniBand, NVLink, PCIe: a credit device takes flow-control packets in lazily, out of
-//! order with the events), flows that start on other flows' completion (a completion at one
-//! end of the fabric starts a flow at the other with no delay), rate samples and packet
-//! capture (both in whole-fabric time order); the runner also refuses
-//! topologies whose routes could close a loop of PAUSE frames across partitions (links
-//! within a tier), which no partition's deadlock search would see whole.
+//! Credit links (InfiniBand, and NVLink and PCIe inside servers, which never lie between
+//! partitions) need two more things. A flow-control packet from another partition joins its
+//! link's control pipe at the hand-over and is then taken in lazily like any other
+//! (`ib_fc_on_its_way`: its arrival is after the window, so no look at the credits missed
+//! it). And a credit stall names as its cause what the head of the downstream input buffer
+//! waits for, a read of another partition's switch where the link crosses: the question goes
+//! over with the hand-over and the answer comes back with the next (`ib/partition.rs`).
+//!
+//! What cannot be split this way is refused ([`Fabric::partition_refusal`]): flows that
+//! start on other flows' completion (a completion at one end of the fabric starts a flow at
+//! the other with no delay), rate samples and packet capture (both in whole-fabric time
+//! order); the runner also refuses topologies whose routes could close a loop of PAUSE
+//! frames across partitions (links within a tier), which no partition's deadlock search
+//! would see whole.
 //!
 //! The partitions fold into one fabric ([`Fabric::absorb`], with `Scheduler::absorb` for
 //! their events) at a window boundary, exactly the single-threaded run at that point: at the
@@ -56,6 +63,28 @@ pub(super) struct PartState {
     /// Such flows whose `crossed_in` is still below their size
     /// ([`Fabric::may_all_end_within_lookahead`]).
     short_of_bytes: u64,
+    /// InfiniBand: each change of what a stall feeding an input lane fed from another
+    /// partition would name as its cause, in this window, in event order (`ib/partition.rs`).
+    heads: Vec<HeadChange>,
+    /// That cause now, per input lane (`port * VLs + vl`; empty without InfiniBand).
+    cause_now: Vec<u32>,
+    /// The last window's, sorted by lane when first asked, for the answers.
+    heads_asked: Vec<HeadChange>,
+    heads_sorted: bool,
+    /// Questions asked so far (the counter of the tokens, `ib::partition::cause_token`).
+    asked: u32,
+}
+
+/// What a stall feeding input lane (`x`, `vl`) would name as its cause changed at the event
+/// at (`at`, `origin`), from `old` to `new` (`u32::MAX`: nothing).
+#[derive(Clone, Copy, Debug)]
+struct HeadChange {
+    x: u32,
+    vl: u8,
+    at: SimTime,
+    origin: u32,
+    old: u32,
+    new: u32,
 }
 
 /// Something put on port `port`'s link towards another partition, arriving at the far end
@@ -78,12 +107,42 @@ enum Carried {
         int: Option<Box<roce::int::IntStack>>,
     },
     Frame(CtrlFrame),
+    /// InfiniBand: what did the head of the input at the far end of the port's link, lane
+    /// `vl`, wait for at (`Crossing::at`, `origin`)? (`ib/partition.rs`)
+    Ask {
+        vl: u8,
+        origin: u32,
+        token: u32,
+    },
+    /// The answer to the question `token` about the port's lane `vl`.
+    Tell {
+        vl: u8,
+        token: u32,
+        cause: u32,
+    },
 }
 
 impl Crossing {
-    /// When it reaches the far end of its link.
-    pub fn at(&self) -> SimTime {
-        self.at
+    /// When it reaches the far end of its link (`None`: a question or an answer between
+    /// partitions, which sets off no event).
+    pub fn arrives_at(&self) -> Option<SimTime> {
+        match self.what {
+            Carried::Packet { .. } | Carried::Frame(_) => Some(self.at),
+            Carried::Ask { .. } | Carried::Tell { .. } => None,
+        }
+    }
+}
+
+/// The cause one lane's changes in a window (in event order) say held just before the event
+/// at (`at`, `origin`): events at one time run in the order of their origins (the origin
+/// `Scheduler::current_origin` gives, which never ties across partitions); `now` is the
+/// value at the window's end.
+fn cause_before(lane: &[HeadChange], at: SimTime, origin: u32, now: u32) -> u32 {
+    let before = lane.partition_point(|h| (h.at, h.origin) < (at, origin));
+    match (before, lane.first()) {
+        (0, Some(first)) => first.old,
+        (0, None) => now,
+        (n, _) => lane[n - 1].new,
     }
 }
 
@@ -93,11 +152,6 @@ pub const MAX_PARTITIONS: usize = 64;
 impl Fabric {
     /// Why this run cannot be split into partitions, or `None` if it can (module docs).
     pub fn partition_refusal(&self) -> Option<String> {
-        if self.ib.is_some() || self.link_fc.contains(&LinkFc::Credit) {
-            return Some(
-                "credit links (InfiniBand, NVLink, PCIe) take flow-control packets in out of event order".into(),
-            );
-        }
         if self.n_timed < self.flows.len() {
             return Some(
                 "flows that start on other flows' completion (collectives, training steps, dependencies)".into(),
@@ -129,6 +183,12 @@ impl Fabric {
             shared_events: 0,
             crossed_in: vec![0; self.flows.len()],
             short_of_bytes,
+            heads: Vec::new(),
+            // Empty buffers everywhere at time zero: no cause.
+            cause_now: vec![u32::MAX; self.ib.as_ref().map_or(0, |ib| self.ports.len() * ib.n_vls() as usize)],
+            heads_asked: Vec::new(),
+            heads_sorted: true,
+            asked: 0,
         }));
     }
 
@@ -155,6 +215,10 @@ impl Fabric {
 
     /// After the last [`Fabric::absorb`]: this fabric is the whole run again, on one thread.
     pub fn end_partitions(&mut self) {
+        debug_assert!(
+            self.part.as_ref().is_none_or(|ps| ps.outbox.is_empty()),
+            "an answer for a partition never folded in"
+        );
         self.part = None;
     }
 
@@ -217,10 +281,14 @@ impl Fabric {
     /// What this partition sent towards partition `to` since the last call, in sending
     /// order; the rest stays.
     pub fn take_outbox(&mut self) -> Vec<(u8, Crossing)> {
-        self.part
-            .as_mut()
-            .map(|ps| std::mem::take(&mut ps.outbox))
-            .unwrap_or_default()
+        let Some(ps) = self.part.as_mut() else {
+            return Vec::new();
+        };
+        // The window is over: its heads answer the questions that come with the hand-over.
+        std::mem::swap(&mut ps.heads, &mut ps.heads_asked);
+        ps.heads.clear();
+        ps.heads_sorted = false;
+        std::mem::take(&mut ps.outbox)
     }
 
     /// Takes in what another partition sent to this one, in its sending order: each packet
@@ -247,13 +315,91 @@ impl Fabric {
                     let x = self.ports[port as usize].peer_port;
                     let (arrive, first) = self.ctrl_links[x as usize].pipe.push_fifo(at, frame);
                     debug_assert_eq!(arrive, at, "a link's frames arrive in sending order");
-                    if first {
+                    if self.ports[port as usize].fc_out_lazy {
+                        // A flow-control packet the sender takes in when it looks: as if sent
+                        // now (its arrival is after the window, so nothing missed it).
+                        self.ib_fc_on_its_way(s, x, port, arrive, first);
+                    } else if first {
                         let o = self.ctrl_origin(port);
                         s.schedule(arrive, o, Ev::CtrlArrive(port));
                     }
                 }
+                Carried::Ask { vl, origin, token } => {
+                    let x = self.ports[port as usize].peer_port;
+                    let cause = self.head_waited_for(x, vl, at, origin);
+                    let ps = self.part.as_mut().expect("partitioned");
+                    let to = ps.part_of_node[self.ports[port as usize].node as usize];
+                    let what = Carried::Tell { vl, token, cause };
+                    ps.outbox.push((to, Crossing { port, at, what }));
+                }
+                Carried::Tell { vl, token, cause } => {
+                    let told = self
+                        .ib
+                        .as_deref_mut()
+                        .is_some_and(|ib| ib.resolve_cause(port, vl, token, cause));
+                    debug_assert!(told, "an answer to no question");
+                }
             }
         }
+    }
+
+    /// A stall of (`p`, `vl`) starts at the event at (`now`, `origin`), and the far end is
+    /// another partition's: asks it what the head there waits for; returns the token that
+    /// stands for the answer (`ib/partition.rs`).
+    #[inline(never)]
+    pub(super) fn ask_cause(&mut self, now: SimTime, origin: Origin, p: u32, vl: u8) -> u32 {
+        let ps = self.part.as_mut().expect("partitioned");
+        let token = ib::cause_token(ps.me, ps.asked);
+        ps.asked = ps.asked.wrapping_add(1);
+        let to = ps.part_of_node[self.ports[p as usize].peer_node as usize];
+        let what = Carried::Ask {
+            vl,
+            origin: origin.0,
+            token,
+        };
+        ps.outbox.push((to, Crossing { port: p, at: now, what }));
+        token
+    }
+
+    /// Records what a stall feeding input lane (`x`, `vl`) would name as its cause, if another
+    /// partition feeds it and it changed.
+    #[inline(never)]
+    pub(super) fn note_cause(&mut self, now: SimTime, origin: Origin, x: u32, vl: u8) {
+        let ps = self.part.as_ref().expect("partitioned");
+        if ps.part_of_node[self.ports[x as usize].peer_node as usize] == ps.me {
+            return;
+        }
+        let new = self.cause_at_input(x, vl);
+        let lane = x as usize * self.ib.as_ref().map_or(1, |ib| ib.n_vls() as usize) + vl as usize;
+        let ps = self.part.as_mut().expect("partitioned");
+        let old = std::mem::replace(&mut ps.cause_now[lane], new);
+        if old != new {
+            ps.heads.push(HeadChange {
+                x,
+                vl,
+                at: now,
+                origin: origin.0,
+                old,
+                new,
+            });
+        }
+    }
+
+    /// What a stall feeding input lane (`x`, `vl`) would have named as its cause at the event
+    /// at (`at`, `origin`) of the window just run: the value after the last change before
+    /// that event; before the window's first change; or, unchanged all window, now.
+    fn head_waited_for(&mut self, x: u32, vl: u8, at: SimTime, origin: u32) -> u32 {
+        let now = self.cause_at_input(x, vl);
+        let ps = self.part.as_mut().expect("partitioned");
+        if !ps.heads_sorted {
+            // Stable: each lane's changes stay in event order.
+            ps.heads_asked.sort_by_key(|h| (h.x, h.vl));
+            ps.heads_sorted = true;
+        }
+        let heads = &ps.heads_asked;
+        let from = heads.partition_point(|h| (h.x, h.vl) < (x, vl));
+        let to = heads.partition_point(|h| (h.x, h.vl) <= (x, vl));
+        cause_before(&heads[from..to], at, origin, now)
     }
 
     /// Payload of flow `f`'s data taken in from another partition.
@@ -337,6 +483,9 @@ impl Fabric {
             r.absorb(o, &theirs_port, &theirs_node, &theirs_host, &mut rehome);
             r.absorb_flows(o, &theirs_src, &theirs_dst);
         }
+        if let (Some(ib), Some(o)) = (self.ib.as_deref_mut(), other.ib.as_deref_mut()) {
+            ib.absorb(o, &theirs_port, &theirs_host, &mut rehome);
+        }
         self.packets = arena;
         if let (Some(r), Some(o)) = (self.roce.as_deref_mut(), other.roce.as_deref()) {
             for &(old, new) in &rehomed {
@@ -373,6 +522,28 @@ impl Fabric {
         self.pkt_latency.merge(&other.pkt_latency);
         self.fct.merge(&other.fct);
         self.totals.absorb(&other.totals);
+        // InfiniBand: the answers given at the last hand-over, not yet delivered, settle the
+        // stalls they are for; those for a partition not folded in yet wait for it.
+        let mut ps = ps;
+        let tells = std::mem::take(&mut ps.outbox).into_iter().chain(
+            other
+                .part
+                .as_mut()
+                .map(|o| std::mem::take(&mut o.outbox))
+                .unwrap_or_default(),
+        );
+        for (to, c) in tells {
+            let Carried::Tell { vl, token, cause } = c.what else {
+                unreachable!("only answers are left to send at a window's end")
+            };
+            let told = self
+                .ib
+                .as_deref_mut()
+                .is_some_and(|ib| ib.resolve_cause(c.port, vl, token, cause));
+            if !told {
+                ps.outbox.push((to, c));
+            }
+        }
         self.part = Some(ps);
     }
 }
@@ -401,5 +572,33 @@ impl RunTotals {
         self.payload_bytes_dropped += o.payload_bytes_dropped;
         self.flows_started += o.flows_started;
         self.flows_completed += o.flows_completed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_is_read_just_before_the_asking_event() {
+        let change = |ns: u64, origin: u32, old: u32, new: u32| HeadChange {
+            x: 9,
+            vl: 0,
+            at: SimTime(ns * 1000),
+            origin,
+            old,
+            new,
+        };
+        // Empty until 10 ns (origin 5), port 3 until 20 ns (origin 2), then port 4.
+        let lane = [change(10, 5, u32::MAX, 3), change(20, 2, 3, 4)];
+        let ask = |ns: u64, origin: u32| cause_before(&lane, SimTime(ns * 1000), origin, 4);
+        assert_eq!(ask(1, 0), u32::MAX, "before the window's first change: its old value");
+        assert_eq!(ask(10, 4), u32::MAX, "same time, smaller origin: runs first");
+        assert_eq!(ask(10, 6), 3, "same time, larger origin: runs after");
+        assert_eq!(ask(15, 0), 3);
+        assert_eq!(ask(20, 1), 3);
+        assert_eq!(ask(20, 3), 4);
+        assert_eq!(ask(30, 0), 4);
+        assert_eq!(cause_before(&[], SimTime(5), 0, 7), 7, "no change: the value now");
     }
 }

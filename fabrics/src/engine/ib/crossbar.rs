@@ -104,10 +104,12 @@ impl Fabric {
     pub(in crate::engine) fn ib_drop_voq_head<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, vl: u8) {
         let ib = self.ibs();
         let o = ib.ix(p, vl);
+        let len_before = ib.voq[o].len();
         let VoqEntry { id, ingress: x } = ib.voq[o].pop_front().expect("a head to drop");
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         ib.voq_unvote(i, p);
+        self.ib_voq_left(s, (p, vl), x, 0, len_before);
         self.ib_hoq_drop(s, p, x, vl, id);
         self.ib_voq_new_head(s, p, vl);
     }

@@ -156,7 +156,7 @@ impl Fabric {
                 ready |= 1 << vl;
                 self.ibs().stall_end(p, vl, now);
             } else if !self.ibr().stall_open(p, vl) {
-                let cause = self.downstream_cause(p, vl);
+                let cause = self.ib_stall_cause(s, p, vl);
                 self.ibs().stall_begin(p, vl, now, cause);
             }
         }

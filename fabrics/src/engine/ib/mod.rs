@@ -83,10 +83,12 @@ use std::collections::{BTreeMap, VecDeque};
 mod credit_link;
 mod crossbar;
 mod hca;
+mod partition;
 mod prefetch;
 mod switch;
 
 pub(in crate::engine) use hca::CreditHost;
+pub(in crate::engine) use partition::cause_token;
 pub(in crate::engine) use switch::CreditSwitch;
 
 /// Flow-control update state of one ingress port-VL.
@@ -321,6 +323,9 @@ pub struct IbState {
     pub occupancy_on_arrival: hdrhistogram::Histogram<u64>,
     /// Credit-stall time attributed to (stalled port, port its downstream head waited for).
     stall_edges: BTreeMap<(u32, u32), u64>,
+    /// A partition's closed stalls whose cause another partition has yet to tell
+    /// (`partition.rs`): token -> (port, stall ps). Empty on one thread.
+    unresolved: BTreeMap<u32, (u32, u64)>,
     /// Per ingress port on a PFC link (a NIC's network side; empty elsewhere): PAUSE the
     /// sender when a lane's free blocks fall below `.0`, RESUME at `.1` (`set_pfc_receiver`).
     pfc_free_blocks: Vec<(u32, u32)>,
@@ -427,6 +432,7 @@ impl IbState {
             occupancy_on_arrival: hdrhistogram::Histogram::new_with_bounds(1, 1 << 40, 3)
                 .expect("valid histogram bounds"),
             stall_edges: BTreeMap::new(),
+            unresolved: BTreeMap::new(),
             pfc_free_blocks: vec![(0, 0); n],
             cfg,
         }
@@ -568,6 +574,11 @@ impl IbState {
         st.total_ps += d;
         st.since = SimTime::MAX;
         if st.edge_cause != st.cause {
+            if partition::is_asked(st.cause) {
+                // Another partition will tell the cause (`partition.rs`); the time waits.
+                self.unresolved.insert(st.cause, (p, d));
+                return;
+            }
             // A new edge of the tree for this lane: the last one's time goes to the map.
             if st.edge_cause != NO_EDGE {
                 *self.stall_edges.entry((p, st.edge_cause)).or_insert(0) += st.edge_ps;
@@ -724,6 +735,9 @@ impl Fabric {
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
         pk.next_port = out;
+        if voq || was_empty {
+            self.ib_cause_may_change(s, x, vl);
+        }
         if fc == LinkFc::Pfc {
             // A NIC's network side: its receive buffer pauses the switch that feeds it.
             self.credit_pfc_check(s, x, vl);

@@ -33,6 +33,7 @@ impl Fabric {
         let i = ib.ix(x, vl);
         let id = ib.inq[i].pop_front().expect("a head to drop");
         let out = self.packets.get(id).next_port;
+        self.ib_cause_may_change(s, x, vl);
         let ib = self.ibs();
         let o = ib.ix(out, vl);
         if let Some(pos) = ib.requests[o].iter().position(|&r| r == x) {
@@ -195,7 +196,7 @@ impl Fabric {
             } else {
                 short_of_credits = true;
                 if !self.ibr().stall_open(p, vl) {
-                    let cause = self.downstream_cause(p, vl);
+                    let cause = self.ib_stall_cause(s, p, vl);
                     self.ibs().stall_begin(p, vl, now, cause);
                 }
             }
@@ -221,6 +222,7 @@ impl Fabric {
             let VoqEntry { id, ingress: x } = self.ibr().voq[o][k];
             self.xbar_granted(p, vl, x, now);
             let ib = self.ibs();
+            let len_before = ib.voq[o].len();
             ib.voq[o].remove(k).expect("ready VL has a packet");
             let next = ib.voq[o].front().map(|e| e.id);
             if let Some(pkt) = next.and_then(|n| self.packets.slots_get(n)) {
@@ -230,6 +232,7 @@ impl Fabric {
             let ib = self.ibs();
             let i = ib.ix(x, vl);
             ib.voq_unvote(i, p);
+            self.ib_voq_left(s, (p, vl), x, k, len_before);
             if k == 0 {
                 self.ib_voq_new_head(s, p, vl);
             }
@@ -242,7 +245,9 @@ impl Fabric {
         } else {
             let x = ib.requests[o].pop_front().expect("ready VL has a requester");
             let i = ib.ix(x, vl);
-            (x, ib.inq[i].pop_front().expect("requester has a head"))
+            let id = ib.inq[i].pop_front().expect("requester has a head");
+            self.ib_cause_may_change(s, x, vl);
+            (x, id)
         };
         let pkt = *self.packets.get(id);
         let b = self.pkt_blocks_on(p, id);
@@ -313,12 +318,17 @@ impl Fabric {
     /// For the congestion tree: the output port the head of the downstream input buffer of
     /// (`p`, `vl`) waits for (`u32::MAX` if none or if the far end is an HCA).
     pub(in crate::engine) fn downstream_cause(&self, p: u32, vl: u8) -> u32 {
-        let ib = self.ibr();
         let port = &self.ports[p as usize];
         if self.is_host[port.peer_node as usize] {
             return u32::MAX;
         }
-        let x = port.peer_port;
+        self.cause_at_input(port.peer_port, vl)
+    }
+
+    /// What a stall feeding input lane (`x`, `vl`) of a switch waits for: the output its
+    /// head packet waits for (`u32::MAX`: empty).
+    pub(in crate::engine) fn cause_at_input(&self, x: u32, vl: u8) -> u32 {
+        let ib = self.ibr();
         if ib.voq_port[x as usize] {
             // Virtual output queues: the output most of this input's packets wait for. A
             // majority vote kept as they come and go names it without a scan when one output
@@ -327,7 +337,7 @@ impl Fabric {
             if votes > 0 {
                 return out;
             }
-            let node = port.peer_node as usize;
+            let node = self.ports[x as usize].node as usize;
             let mut best = (0usize, u32::MAX);
             for out in self.port_base[node]..self.port_base[node + 1] {
                 let held = ib.voq[ib.ix(out, vl)]

@@ -15,9 +15,9 @@ use super::{CrossbarArbiter, Output, Waiting};
 #[derive(Clone, Debug)]
 pub struct Islip {
     /// Per output port: its grant pointer (node-local input index).
-    grant_ptr: Vec<u32>,
+    pub(super) grant_ptr: Vec<u32>,
     /// Per input port: its accept pointer (node-local output index).
-    accept_ptr: Vec<u32>,
+    pub(super) accept_ptr: Vec<u32>,
 }
 
 impl Islip {

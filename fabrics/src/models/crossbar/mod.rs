@@ -92,6 +92,28 @@ impl AnyArbiter {
     }
 }
 
+impl AnyArbiter {
+    /// Takes the pointers of the ports `theirs_port` marks from `other` (a partition of the
+    /// same run: `engine/partition.rs`).
+    pub fn absorb(&mut self, other: &AnyArbiter, theirs_port: &[bool]) {
+        let take = |mine: &mut [u32], theirs: &[u32]| {
+            for (p, _) in theirs_port.iter().enumerate().filter(|(_, t)| **t) {
+                mine[p] = theirs[p];
+            }
+        };
+        match (self, other) {
+            (AnyArbiter::RoundRobin(a), AnyArbiter::RoundRobin(b)) => take(&mut a.grant_ptr, &b.grant_ptr),
+            (AnyArbiter::Islip(a), AnyArbiter::Islip(b)) => {
+                take(&mut a.grant_ptr, &b.grant_ptr);
+                take(&mut a.accept_ptr, &b.accept_ptr);
+            }
+            (AnyArbiter::OldestFirst(_), AnyArbiter::OldestFirst(_))
+            | (AnyArbiter::LongestQueueFirst(_), AnyArbiter::LongestQueueFirst(_)) => {}
+            _ => unreachable!("partitions of one run have one arbitration"),
+        }
+    }
+}
+
 impl CrossbarArbiter for AnyArbiter {
     #[inline]
     fn scan_len(&self) -> usize {

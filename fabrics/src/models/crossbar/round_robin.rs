@@ -11,7 +11,7 @@ pub const SCAN_MAX: usize = 1024;
 #[derive(Clone, Debug)]
 pub struct RoundRobin {
     /// Per output port: its grant pointer, a node-local input port index.
-    grant_ptr: Vec<u32>,
+    pub(super) grant_ptr: Vec<u32>,
 }
 
 impl RoundRobin {
