@@ -468,12 +468,20 @@ fn infiniband_fifo_switches_and_congestion_control_are_the_same_on_two_threads()
     let file = write(dir.path(), "fifoincast", &incast);
     let summary = same_on(dir.path(), &file, 2);
     assert!(congestion_tree(&summary).iter().any(|(a, _, _)| a.starts_with("core")));
+    // With a time series of every port's credit stalls, sampled across the partitions.
+    let sampled = "[output]\nsample = \"5us\"\nsample_ports = \"all\"\nsample_format = \"csv\"\n[run]\n";
     for (stem, fabric, size, end) in [
         ("fifo", fifo.as_str(), "1GB", "200us"),
         ("cc", cc.as_str(), "1GB", "200us"),
         ("ccdone", cc.as_str(), "300kB", "10ms"),
     ] {
-        let file = write(dir.path(), stem, &fat_tree(stem, fabric, size, end));
+        let text = fat_tree(stem, fabric, size, end);
+        let text = if stem == "cc" {
+            text.replace("[run]\n", sampled)
+        } else {
+            text
+        };
+        let file = write(dir.path(), stem, &text);
         let summary = same_on(dir.path(), &file, 2);
         let counters = &summary["counters"];
         assert!(
@@ -483,6 +491,14 @@ fn infiniband_fifo_switches_and_congestion_control_are_the_same_on_two_threads()
         assert!(!congestion_tree(&summary).is_empty(), "{stem}");
         if stem.starts_with("cc") {
             assert!(counters["ib_becn_received"].as_u64().unwrap() > 0, "{stem}: {counters}");
+        }
+        if stem == "cc" {
+            let rows = std::fs::read_to_string(dir.path().join("cc-2/timeseries_ports.csv")).unwrap();
+            let stalled = rows.lines().skip(1).filter(|l| !l.ends_with(",0.000000")).count();
+            assert!(
+                rows.lines().next().unwrap().ends_with("credit_stall_frac") && stalled > 10,
+                "{rows}"
+            );
         }
         if stem == "ccdone" {
             assert_eq!(summary["counters"]["flows_completed"], 16, "{stem}: {summary}");
