@@ -17,11 +17,11 @@ use crate::timeseries::{Sampler, View};
 /// The partition of each node for `n` partitions: whole groups ([`groups`]), in order, `n`
 /// runs of nearly equal size; the nodes in no group (core or spine switches) split the same
 /// way by their order. `Err` says why the topology cannot be split so.
-pub fn groups_of_nodes(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
+pub fn groups_of_nodes(topo: &Topology, n: usize, pause_search: bool) -> Result<Vec<u8>, String> {
     if !(2..=MAX_PARTITIONS).contains(&n) {
         return Err(format!("--threads must be between 1 and {MAX_PARTITIONS}"));
     }
-    let (group, groups) = groups(topo)?;
+    let (group, groups) = groups(topo, pause_search)?;
     if groups < n {
         return Err(format!(
             "a run is split by pod (or by leaf switch with its hosts), and this topology has {groups} for {n} threads"
@@ -44,12 +44,14 @@ pub fn groups_of_nodes(topo: &Topology, n: usize) -> Result<Vec<u8>, String> {
 /// The group of each node, and how many groups: a group is a pod of a fat-tree or, in a
 /// topology without pods (leaf-spine), a leaf switch with the hosts on it; core and spine
 /// switches are in none. `Err` says why the topology cannot be split at all.
-pub fn groups(topo: &Topology) -> Result<(Vec<Option<usize>>, usize), String> {
+/// `pause_search`: the run searches for PFC deadlocks as it goes (RoCEv2).
+pub fn groups(topo: &Topology, pause_search: bool) -> Result<(Vec<Option<usize>>, usize), String> {
     use fabrics::topology::NodeKind;
     let g = &topo.graph;
     // Shortest paths through tiers go up, then down: their buffers wait on one another in no
     // cycle, so no PFC deadlock can form. A link within a tier (a ring) could close one
-    // across partitions, which none of them sees whole.
+    // across partitions, which none of their deadlock searches sees whole. (A credit loop of
+    // InfiniBand is looked for after the run, in the folded fabric.)
     let tier = |v| match g[v] {
         fabrics::topology::NodeInfo {
             kind: NodeKind::Switch { tier },
@@ -57,7 +59,7 @@ pub fn groups(topo: &Topology) -> Result<(Vec<Option<usize>>, usize), String> {
         } => Some(tier),
         _ => None,
     };
-    if let Some(e) = g.edge_indices().find(|&e| {
+    if let Some(e) = g.edge_indices().filter(|_| pause_search).find(|&e| {
         let (a, b) = g.edge_endpoints(e).expect("an edge has ends");
         tier(a).is_some() && tier(a) == tier(b)
     }) {

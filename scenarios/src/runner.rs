@@ -194,7 +194,8 @@ fn partitions(
     if wanted < 2 {
         return Ok(None);
     }
-    let groups = crate::partitioned::groups(topology);
+    let pause_search = fabric.roce().is_some();
+    let groups = crate::partitioned::groups(topology, pause_search);
     let refusal = fabric.partition_refusal().or_else(|| groups.as_ref().err().cloned());
     let n = match (refusal, threads) {
         (Some(why), Threads::Auto) => {
@@ -219,11 +220,12 @@ fn partitions(
         }
         (None, Threads::Exactly(_)) => wanted,
     };
-    let parts = crate::partitioned::groups_of_nodes(topology, n).map_err(|message| RunError::Threads {
-        file: loaded.file.clone(),
-        threads: n as u32,
-        message,
-    })?;
+    let parts =
+        crate::partitioned::groups_of_nodes(topology, n, pause_search).map_err(|message| RunError::Threads {
+            file: loaded.file.clone(),
+            threads: n as u32,
+            message,
+        })?;
     Ok(Some((parts, n)))
 }
 
