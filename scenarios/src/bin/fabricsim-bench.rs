@@ -8,8 +8,7 @@
 //! ```text
 //! cargo build --release && target/release/fabricsim-bench [--quick] [--ladder 8,16,24,32]
 //!     [--fabrics ethernet,infiniband,rocev2] [--no-mirrors] [--no-ladder] [--reps N]
-//!     [--threads N]   (runs the fabric can be split in, `fabricsim run --threads N`; the
-//!                      InfiniBand rungs, which cannot, on one thread)
+//!     [--threads N]   (every run split in N partitions, `fabricsim run --threads N`)
 //! ```
 //!
 //! The figures are wall-clock measurements of a shared machine: compare runs made together,
@@ -206,7 +205,7 @@ fn main() -> ExitCode {
         "run", "link-hops", "wall s", "M hops/s", "CPU us/hop", "RSS MiB"
     );
     let mut failed = false;
-    // (name, scenario, threads): InfiniBand runs cannot be split (`fabricsim run --threads`).
+    // (name, scenario, threads).
     let mut jobs: Vec<(String, PathBuf, u32)> = Vec::new();
     if o.mirrors {
         for m in [
@@ -225,8 +224,7 @@ fn main() -> ExitCode {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::from(2);
             }
-            let threads = if fabric == "infiniband" { 1 } else { o.threads };
-            jobs.push((format!("{fabric} k={k} {end_us}us"), path, threads));
+            jobs.push((format!("{fabric} k={k} {end_us}us"), path, o.threads));
         }
     }
     for (name, path, threads) in jobs {
