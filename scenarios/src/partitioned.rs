@@ -97,20 +97,56 @@ pub fn groups(topo: &Topology, pause_search: bool) -> Result<(Vec<Option<usize>>
 }
 
 /// Every node inside a GPU server (GPUs, their hubs, NVSwitch and PCIe switches, root
-/// complexes, NICs) joins the group of the network switch its server hangs from, so that no
-/// link inside a server (nanoseconds long) lies between partitions: what is reached from a
-/// grouped node without passing a network switch is in its group.
+/// complexes, NICs) goes with its whole server, so that no link inside a server (nanoseconds
+/// long) lies between partitions and a collective's steps ("send after receive", often to
+/// another GPU of the server) stay in one: a server (what is connected without passing a
+/// network switch) joins a group of the switches it hangs from (a rail-optimised server hangs
+/// from several: the one given the fewest server nodes so far, so that servers spread).
 fn with_their_servers(topo: &Topology, mut group: Vec<Option<usize>>) -> Vec<Option<usize>> {
     use fabrics::topology::NodeKind;
     let g = &topo.graph;
-    let mut frontier: std::collections::VecDeque<_> =
-        g.node_indices().filter(|&v| group[v.index()].is_some()).collect();
-    while let Some(v) = frontier.pop_front() {
-        for w in g.neighbors(v) {
-            if group[w.index()].is_none() && !matches!(g[w].kind, NodeKind::Switch { .. }) {
-                group[w.index()] = group[v.index()];
-                frontier.push_back(w);
+    let switch = |info: &fabrics::topology::NodeInfo| matches!(info.kind, NodeKind::Switch { .. });
+    let mut seen = vec![false; g.node_count()];
+    // Server nodes given to each group so far.
+    let mut load: Vec<usize> = Vec::new();
+    for start in g.node_indices().filter(|&v| !switch(&g[v])) {
+        if seen[start.index()] {
+            continue;
+        }
+        // The server: `start` and what it reaches without passing a network switch.
+        let mut server = vec![start];
+        seen[start.index()] = true;
+        let mut next = 0;
+        while next < server.len() {
+            let v = server[next];
+            next += 1;
+            for w in g.neighbors(v) {
+                if !switch(&g[w]) && !seen[w.index()] {
+                    seen[w.index()] = true;
+                    server.push(w);
+                }
             }
+        }
+        if server.len() == 1 && group[start.index()].is_some() {
+            continue; // a host that is its own server, grouped already
+        }
+        // Among the groups it hangs from, the one with the fewest server nodes so far.
+        let candidates: std::collections::BTreeSet<usize> = server
+            .iter()
+            .flat_map(|&v| std::iter::once(v).chain(g.neighbors(v)))
+            .filter_map(|v| group[v.index()])
+            .collect();
+        let chosen = candidates
+            .into_iter()
+            .min_by_key(|&c| (load.get(c).copied().unwrap_or(0), c));
+        if let Some(c) = chosen {
+            if load.len() <= c {
+                load.resize(c + 1, 0);
+            }
+            load[c] += server.len();
+        }
+        for v in server {
+            group[v.index()] = chosen;
         }
     }
     group
@@ -310,6 +346,9 @@ pub fn run(
             })
             .collect();
         let (mut fabric, sched, _) = fold(parts);
+        if !fabric.fold_may_go_on() {
+            return Outcome::NeedsOneThread(FOLD_TIED, clock.elapsed());
+        }
         fabric.end_partitions();
         let report = RunReport {
             outcome: RunOutcome::EndTime,
@@ -527,11 +566,19 @@ pub fn run(
     if outcome.is_some() {
         return Outcome::Done(Box::new(fabric), report);
     }
+    if !fabric.fold_may_go_on() {
+        return Outcome::NeedsOneThread(FOLD_TIED, clock.elapsed());
+    }
     fabric.end_partitions();
     Outcome::Continue(Box::new(fabric), Box::new(sched), report)
 }
 
 type Sched = Scheduler<Ev, WheelQueue<Ev>>;
+
+/// Why a fold cannot go on: flows of two partitions start at one instant, and their order
+/// (the single-threaded run's: the order their last dependencies completed in) is not
+/// known to the fold.
+const FOLD_TIED: &str = "flows of two partitions were to start at one instant when the partitions folded";
 
 /// Folds the partitions (in partition order, each with its scheduler and the events it
 /// counted) into one fabric and one scheduler; returns them and the events counted.
@@ -544,6 +591,7 @@ fn fold(parts: Vec<(Fabric, Sched, u64)>) -> (Fabric, Sched, u64) {
         sched.absorb(s, |ev| !matches!(ev, Ev::FlowArrival));
         events += counted;
     }
+    fabric.settle_fold();
     (fabric, sched, events)
 }
 

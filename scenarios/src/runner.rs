@@ -226,7 +226,18 @@ fn partitions(
             threads: n as u32,
             message,
         })?;
-    Ok(Some((parts, n)))
+    match (fabric.partition_refusal_for(&parts), threads) {
+        (None, _) => Ok(Some((parts, n))),
+        (Some(why), Threads::Auto) => {
+            tracing::info!("--threads auto: one thread, because {why}");
+            Ok(None)
+        }
+        (Some(message), Threads::Exactly(_)) => Err(RunError::Threads {
+            file: loaded.file.clone(),
+            threads: n as u32,
+            message,
+        }),
+    }
 }
 
 /// An engine refusal as a scenario error (exit 2), located at the part of the scenario it is

@@ -363,7 +363,8 @@ fn what_cannot_be_split_is_refused_with_the_reason() {
         (
             std::fs::read_to_string(catalogue("cluster16_hgx_ndr_allreduce.toml")).unwrap(),
             2,
-            "flows that start on other flows' completion",
+            // The hierarchical AllReduce sends its next chunk once the last is delivered.
+            "starts when a flow to host",
         ),
         (fat_tree("pods", ROCE_PFC, "1MiB", "50us"), 8, "has 4 for 8 threads"),
         (
@@ -524,4 +525,28 @@ fn gpu_servers_stay_whole_on_two_threads() {
     assert!(summary["packets"]["delivered"].as_u64().unwrap() > 1000, "{summary}");
     // Split until every flow may end: the lookahead is a fabric cable's, not NVLink's.
     assert!(folded_at_ns(dir.path(), "hgx", 2) > 10_000.0);
+}
+
+/// Flows started by other flows' completion split where each starts in the partition its
+/// dependencies complete in: a closed loop's next request leaves a client when the answer to
+/// the last has reached it. Fifteen clients in all four pods ask one server, on InfiniBand
+/// and on RoCEv2; the flows' completion times (a dependent flow's start is known only to its
+/// source's partition) are the single-threaded ones.
+#[test]
+fn a_closed_loop_splits_where_each_flow_starts_beside_its_dependencies() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed_loop = "[[workload]]\nkind = \"closed_loop\"\nname = \"answers\"\nserver = 0\nn_clients = 15\n\
+                       request_size = \"64KiB\"\nresponse_size = \"1KiB\"\nrequests = 40\nthink_time = \"2us\"\n[run]\n";
+    for (stem, fabric) in [("loopib", IB), ("looproce", ROCE_PFC)] {
+        let text = fat_tree(stem, fabric, "1MiB", "100ms");
+        let head = &text[..text.find("[[workload]]").unwrap()];
+        let tail = &text[text.find("[run]\n").unwrap() + "[run]\n".len()..];
+        let file = write(dir.path(), stem, &format!("{head}{closed_loop}{tail}"));
+        let summary = same_on(dir.path(), &file, 2);
+        assert_eq!(summary["counters"]["flows_completed"], 1200, "{stem}: {summary}");
+        assert!(
+            folded_at_ns(dir.path(), stem, 2) > 50_000.0,
+            "{stem}: split for a while"
+        );
+    }
 }

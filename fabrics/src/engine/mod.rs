@@ -1189,7 +1189,12 @@ impl Fabric {
         if rec.bytes_delivered == rec.size_bytes {
             rec.finish = Some(now);
             self.totals.flows_completed += 1;
-            self.fct.record(now.since(rec.start));
+            if self.part.is_some() {
+                // Its start may be another partition's to know (a dependent flow's).
+                self.note_fct(pkt.flow);
+            } else {
+                self.fct.record(now.since(rec.start));
+            }
             self.release_dependents(s, pkt.flow, now);
         }
     }
@@ -1202,12 +1207,16 @@ impl Fabric {
             return;
         }
         let o = self.workload_origin();
-        let d = &mut self.deps;
-        for k in d.off[f as usize]..d.off[f as usize + 1] {
+        for k in self.deps.off[f as usize]..self.deps.off[f as usize + 1] {
+            let d = &mut self.deps;
             let j = d.dependents[k as usize] as usize;
             d.pending[j] -= 1;
             if d.pending[j] == 0 {
-                s.schedule(now + d.gap[j], o, Ev::FlowStart(j as u32));
+                let at = now + d.gap[j];
+                s.schedule(at, o, Ev::FlowStart(j as u32));
+                if self.part.is_some() {
+                    self.note_start_scheduled(at);
+                }
             }
         }
     }
@@ -1236,6 +1245,9 @@ impl Fabric {
     /// A dependent flow starts (its dependencies are delivered and its gap has passed).
     fn on_flow_start<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, i: u32) {
         let now = s.now();
+        if self.part.is_some() {
+            self.note_start_handled(now);
+        }
         self.records[i as usize].start = now;
         let src = self.flows[i as usize].src;
         self.flow_state[i as usize].next_send_at = now + self.host_latency[src as usize].tx;

@@ -31,12 +31,20 @@
 //! waits for, a read of another partition's switch where the link crosses: the question goes
 //! over with the hand-over and the answer comes back with the next (`ib/partition.rs`).
 //!
-//! What cannot be split this way is refused ([`Fabric::partition_refusal`]): flows that
-//! start on other flows' completion (a completion at one end of the fabric starts a flow at
-//! the other with no delay), rate samples and packet capture (both in whole-fabric time
-//! order); the runner also refuses topologies whose routes could close a loop of PAUSE
-//! frames across partitions (links within a tier), which no partition's deadlock search
-//! would see whole.
+//! Flows that start on other flows' completion split when each starts in the partition
+//! where its dependencies complete ([`Fabric::partition_refusal_for`]: a closed loop's next
+//! request, a collective's send-after-receive); a completion starts its dependents with no
+//! delay to look ahead over, so a dependency between partitions is refused, naming the two
+//! hosts. Their starts share the workload's origin, so a fold that meets starts of two
+//! partitions at one instant cannot order them and the run is run again on one thread
+//! (`Fabric::fold_may_go_on`). A dependent flow's completion time enters the histogram at the
+//! fold, where its start (known to its source's partition) and its finish (to its
+//! destination's) meet (`Fabric::settle_fold`).
+//!
+//! What cannot be split this way is refused ([`Fabric::partition_refusal`]): rate samples and
+//! packet capture (both in whole-fabric time order); the runner also refuses, on RoCEv2,
+//! topologies whose routes could close a loop of PAUSE frames across partitions (links within
+//! a tier), which no partition's deadlock search would see whole.
 //!
 //! The partitions fold into one fabric ([`Fabric::absorb`], with `Scheduler::absorb` for
 //! their events) at a window boundary, exactly the single-threaded run at that point: at the
@@ -73,6 +81,15 @@ pub(super) struct PartState {
     heads_sorted: bool,
     /// Questions asked so far (the counter of the tokens, `ib::partition::cause_token`).
     asked: u32,
+    /// Dependent flows' starts pending, by time (ps): a fold that meets two partitions'
+    /// starts at one instant cannot order them (they share the workload's origin, and their
+    /// sequence numbers come from different counters).
+    starts_pending: std::collections::BTreeMap<u64, u32>,
+    /// A fold met such a tie: the run cannot go on from it on one thread.
+    fold_tied: bool,
+    /// Flows completed here whose completion time is yet to enter the histogram: a
+    /// dependent flow's start is known only where its source is (`Fabric::settle_fold`).
+    fct_pending: Vec<u32>,
 }
 
 /// What a stall feeding input lane (`x`, `vl`) would name as its cause changed at the event
@@ -152,16 +169,43 @@ pub const MAX_PARTITIONS: usize = 64;
 impl Fabric {
     /// Why this run cannot be split into partitions, or `None` if it can (module docs).
     pub fn partition_refusal(&self) -> Option<String> {
-        if self.n_timed < self.flows.len() {
-            return Some(
-                "flows that start on other flows' completion (collectives, training steps, dependencies)".into(),
-            );
-        }
         if self.capture.is_some() {
             return Some("packet capture ([output] pcap) records the whole fabric in time order".into());
         }
         if let Some(why) = self.roce.as_deref().and_then(|r| r.partition_refusal()) {
             return Some(why.into());
+        }
+        None
+    }
+
+    /// Why this run cannot be split by `part_of_node` (a partition per node), or `None`: a
+    /// flow that starts on other flows' completion must start in the partition where each of
+    /// them completes (a flow completes where its last byte is delivered, an empty one at its
+    /// source as it starts), since a completion starts its dependents with no delay to look
+    /// ahead over. Collectives ("send after receive") keep to this.
+    pub fn partition_refusal_for(&self, part_of_node: &[u8]) -> Option<String> {
+        if self.deps.is_empty() {
+            return None;
+        }
+        let part_of_host = |h: u32| part_of_node[self.ports[self.nics[h as usize].port as usize].node as usize];
+        let completes_in = |f: usize| {
+            let spec = &self.flows[f];
+            part_of_host(if spec.size.get() == 0 { spec.src } else { spec.dst })
+        };
+        let d = &self.deps;
+        for f in 0..self.flows.len() {
+            for k in d.off[f]..d.off[f + 1] {
+                let j = d.dependents[k as usize] as usize;
+                if completes_in(f) != part_of_host(self.flows[j].src) {
+                    let (a, b) = (&self.flows[f], &self.flows[j]);
+                    return Some(format!(
+                        "a flow from host {} starts when a flow to host {} completes, and the two hosts are in different \
+                         partitions",
+                        b.src,
+                        if a.size.get() == 0 { a.src } else { a.dst }
+                    ));
+                }
+            }
         }
         None
     }
@@ -189,6 +233,9 @@ impl Fabric {
             heads_asked: Vec::new(),
             heads_sorted: true,
             asked: 0,
+            starts_pending: std::collections::BTreeMap::new(),
+            fold_tied: false,
+            fct_pending: Vec::new(),
         }));
     }
 
@@ -211,6 +258,49 @@ impl Fabric {
     /// time: they never hold the fold back.
     pub fn may_all_end_within_lookahead(&self) -> bool {
         self.part.as_ref().is_none_or(|ps| ps.short_of_bytes == 0)
+    }
+
+    /// After the folds: whether the run may go on from here on one thread (no two partitions'
+    /// pending flow starts fell on one instant; otherwise it is run again).
+    pub fn fold_may_go_on(&self) -> bool {
+        self.part.as_ref().is_none_or(|ps| !ps.fold_tied)
+    }
+
+    /// Flow `f` completed in this partition (see `PartState::fct_pending`).
+    pub(super) fn note_fct(&mut self, f: u32) {
+        let ps = self.part.as_mut().expect("partitioned");
+        ps.fct_pending.push(f);
+    }
+
+    /// After the last [`Fabric::absorb`]: the completion times of the flows completed in
+    /// the partitions go into the histogram, each flow's start now known (a histogram does
+    /// not depend on the order of its values).
+    pub fn settle_fold(&mut self) {
+        let Some(ps) = self.part.as_mut() else { return };
+        for f in std::mem::take(&mut ps.fct_pending) {
+            let rec = &self.records[f as usize];
+            let finish = rec.finish.expect("a completed flow has its finish");
+            self.fct.record(finish.since(rec.start));
+        }
+    }
+
+    /// A dependent flow's start was scheduled at `at` (partitions only).
+    pub(super) fn note_start_scheduled(&mut self, at: SimTime) {
+        if let Some(ps) = self.part.as_mut() {
+            *ps.starts_pending.entry(at.ps()).or_insert(0) += 1;
+        }
+    }
+
+    /// A dependent flow's start scheduled at `at` is handled.
+    pub(super) fn note_start_handled(&mut self, at: SimTime) {
+        if let Some(ps) = self.part.as_mut()
+            && let std::collections::btree_map::Entry::Occupied(mut e) = ps.starts_pending.entry(at.ps())
+        {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
     }
 
     /// After the last [`Fabric::absorb`]: this fabric is the whole run again, on one thread.
@@ -506,6 +596,12 @@ impl Fabric {
                 *mine = *theirs;
             }
         }
+        for (f, _) in theirs_src.iter().enumerate().filter(|(_, t)| **t) {
+            self.records[f].start = other.records[f].start;
+            if !self.deps.is_empty() {
+                self.deps.pending[f] = other.deps.pending[f];
+            }
+        }
         for (rec, o) in self.records.iter_mut().zip(&other.records) {
             rec.first_sent = rec.first_sent.or(o.first_sent);
             rec.finish = rec.finish.or(o.finish);
@@ -522,9 +618,20 @@ impl Fabric {
         self.pkt_latency.merge(&other.pkt_latency);
         self.fct.merge(&other.fct);
         self.totals.absorb(&other.totals);
+        // Dependent flows' starts: the workload's next arrival (partition 0's, kept) and each
+        // partition's starts must all lie at different instants for the fold to order them.
+        let mut ps = ps;
+        if let Some(o) = other.part.as_ref() {
+            let arrival = self.flows.get(self.next_flow).filter(|_| self.next_flow < self.n_timed);
+            let tied = |t: &u64| ps.starts_pending.contains_key(t) || arrival.is_some_and(|f| f.start.ps() == *t);
+            ps.fold_tied |= o.fold_tied || o.starts_pending.keys().any(tied);
+            ps.fct_pending.extend_from_slice(&o.fct_pending);
+            for (&t, &n) in &o.starts_pending {
+                *ps.starts_pending.entry(t).or_insert(0) += n;
+            }
+        }
         // InfiniBand: the answers given at the last hand-over, not yet delivered, settle the
         // stalls they are for; those for a partition not folded in yet wait for it.
-        let mut ps = ps;
         let tells = std::mem::take(&mut ps.outbox).into_iter().chain(
             other
                 .part
