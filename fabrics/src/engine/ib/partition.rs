@@ -7,8 +7,9 @@
 //! the downstream input buffer waits for ([`Fabric::downstream_cause`]): a read of the next
 //! switch at the stall's start. On a link between partitions that switch is another
 //! partition's, running the same window on another thread. Its head at that instant is known
-//! once the window is over: the partition that owns the buffer records each change of its head
-//! in the window, with the place of the event that made it in the run's order (time, then the
+//! once the window is over: the partition that owns the buffer records each change of that
+//! cause (the head's output, or a virtual output queue input's majority output) in the window,
+//! with the place of the event that made it in the run's order (time, then the
 //! origin `Scheduler::current_origin` gives; origins never tie across partitions), and answers
 //! the question at the hand-over; the answer travels back with the next window's hand-over.
 //! Until it arrives the stall's cause is a token ([`CAUSE_ASKED`]); a stall closed before then
