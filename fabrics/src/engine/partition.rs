@@ -708,4 +708,50 @@ mod tests {
         assert_eq!(ask(30, 0), 4);
         assert_eq!(cause_before(&[], SimTime(5), 0, 7), 7, "no change: the value now");
     }
+
+    /// Two partitions of a k=4 fat-tree (pods 0-1 and 2-3, the core switches split), with
+    /// dependent flows' starts pending at the given instants in each (in ns); whether the fold
+    /// may go on.
+    fn folded(mine: &[u64], theirs: &[u64]) -> bool {
+        use crate::topology::{LinkInfo, LinkKind, fat_tree};
+        use sim_core::{BitsPerSec, Bytes, Duration};
+        let link = LinkInfo {
+            rate: BitsPerSec::from_gbps(100),
+            delay: Duration::from_ns(500),
+            kind: LinkKind::Network,
+        };
+        let topo = fat_tree::build(4, link, link).expect("a k=4 fat-tree");
+        let flows = vec![FlowSpec {
+            src: 0,
+            dst: 9,
+            size: Bytes(1000),
+            ..Default::default()
+        }];
+        let build = || Fabric::new(&topo, Routes::ecmp(&topo), EngineConfig::default(), flows.clone()).unwrap();
+        let parts: Vec<u8> = topo
+            .graph
+            .node_indices()
+            .map(|v| topo.graph[v].pod.map_or(v.index() % 2, |p| (p / 2) as usize) as u8)
+            .collect();
+        let (mut a, mut b) = (build(), build());
+        a.set_partition(parts.clone(), 0);
+        b.set_partition(parts, 1);
+        for (f, times) in [(&mut a, mine), (&mut b, theirs)] {
+            for &ns in times {
+                f.note_start_scheduled(SimTime::ZERO + Duration::from_ns(ns));
+            }
+        }
+        a.absorb(b);
+        a.fold_may_go_on()
+    }
+
+    #[test]
+    fn a_fold_cannot_go_on_from_two_partitions_starting_flows_at_one_instant() {
+        assert!(folded(&[10, 20], &[30]), "different instants");
+        assert!(folded(&[10, 10], &[]), "one partition's ties keep their order");
+        assert!(!folded(&[10, 20], &[20]), "two partitions at 20 ns");
+        // Nothing has run: the workload's next arrival is the first flow's, at 0.
+        assert!(!folded(&[], &[0]), "a start beside the workload's next arrival");
+        assert!(folded(&[], &[50]));
+    }
 }
