@@ -337,6 +337,11 @@ impl Fabric {
             if votes > 0 {
                 return out;
             }
+            if ib.in_blocks[x as usize] == 0 {
+                // Nothing buffered from this input (its packets leave the queues before their
+                // space is freed): no queue holds one, and there is nothing to count.
+                return u32::MAX;
+            }
             let node = self.ports[x as usize].node as usize;
             let mut best = (0usize, u32::MAX);
             for out in self.port_base[node]..self.port_base[node + 1] {
