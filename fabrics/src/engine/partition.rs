@@ -587,19 +587,19 @@ impl Fabric {
         for (h, _) in theirs_host.iter().enumerate().filter(|(_, t)| **t) {
             std::mem::swap(&mut self.nics[h], &mut other.nics[h]);
         }
+        // A flow's sending state, its start (a dependent flow's is set where it starts) and
+        // its dependencies still pending (they complete beside its source) are its source's.
         for (f, _) in theirs_src.iter().enumerate().filter(|(_, t)| **t) {
             std::mem::swap(&mut self.flow_state[f], &mut other.flow_state[f]);
+            self.records[f].start = other.records[f].start;
+            if !self.deps.is_empty() {
+                self.deps.pending[f] = other.deps.pending[f];
+            }
         }
         // A memo of routes: either partition's entry is the route.
         for (mine, theirs) in self.path_cache.iter_mut().zip(&other.path_cache) {
             if *mine == u32::MAX {
                 *mine = *theirs;
-            }
-        }
-        for (f, _) in theirs_src.iter().enumerate().filter(|(_, t)| **t) {
-            self.records[f].start = other.records[f].start;
-            if !self.deps.is_empty() {
-                self.deps.pending[f] = other.deps.pending[f];
             }
         }
         for (rec, o) in self.records.iter_mut().zip(&other.records) {
