@@ -66,16 +66,19 @@ pub(super) struct PartState {
     /// (the workload's flow arrivals): counted by partition 0 only.
     shared_events: u64,
     /// Per flow from another partition's host to one of this partition's: the payload bytes
-    /// of its data packets taken in so far (retransmissions counted again).
-    crossed_in: Vec<u64>,
-    /// Such flows whose `crossed_in` is still below their size
-    /// ([`Fabric::may_all_end_within_lookahead`]).
+    /// of its data packets still to be taken in before it may complete (retransmissions
+    /// counted again); 0 for every other flow. One array read per packet taken in.
+    bytes_to_cross: Vec<u64>,
+    /// Such flows with bytes still to cross ([`Fabric::may_all_end_within_lookahead`]).
     short_of_bytes: u64,
     /// InfiniBand: each change of what a stall feeding an input lane fed from another
     /// partition would name as its cause, in this window, in event order (`ib/partition.rs`).
     heads: Vec<HeadChange>,
     /// That cause now, per input lane (`port * VLs + vl`; empty without InfiniBand).
     cause_now: Vec<u32>,
+    /// What counting the virtual output queues would find, kept as they change
+    /// (`ib/partition.rs`; `None` without them).
+    pub(super) voq_held: Option<super::ib::VoqHeld>,
     /// The last window's, sorted by lane when first asked, for the answers.
     heads_asked: Vec<HeadChange>,
     heads_sorted: bool,
@@ -215,21 +218,26 @@ impl Fabric {
     pub fn set_partition(&mut self, part_of_node: Vec<u8>, me: u8) {
         assert_eq!(part_of_node.len(), self.port_base.len() - 1, "a partition per node");
         let part_of_host = |h: u32| part_of_node[self.ports[self.nics[h as usize].port as usize].node as usize];
-        let short_of_bytes = self
+        let bytes_to_cross: Vec<u64> = self
             .flows
             .iter()
-            .filter(|f| f.size.get() > 0 && part_of_host(f.src) != me && part_of_host(f.dst) == me)
-            .count() as u64;
+            .map(|f| {
+                let crosses_in = part_of_host(f.src) != me && part_of_host(f.dst) == me;
+                if crosses_in { f.size.get() } else { 0 }
+            })
+            .collect();
+        let short_of_bytes = bytes_to_cross.iter().filter(|&&b| b > 0).count() as u64;
         self.part = Some(Box::new(PartState {
             part_of_node,
             me,
             outbox: Vec::new(),
             shared_events: 0,
-            crossed_in: vec![0; self.flows.len()],
+            bytes_to_cross,
             short_of_bytes,
             heads: Vec::new(),
             // Empty buffers everywhere at time zero: no cause.
             cause_now: vec![u32::MAX; self.ib.as_ref().map_or(0, |ib| self.ports.len() * ib.n_vls() as usize)],
+            voq_held: None,
             heads_asked: Vec::new(),
             heads_sorted: true,
             asked: 0,
@@ -237,6 +245,8 @@ impl Fabric {
             fold_tied: false,
             fct_pending: Vec::new(),
         }));
+        let held = self.voq_held_now();
+        self.part.as_mut().expect("set above").voq_held = held;
     }
 
     /// Whether every flow could end within one lookahead of now as far as this partition
@@ -270,6 +280,27 @@ impl Fabric {
     pub(super) fn note_fct(&mut self, f: u32) {
         let ps = self.part.as_mut().expect("partitioned");
         ps.fct_pending.push(f);
+    }
+
+    /// Whether input port `x`'s link comes from another partition's node (never on one thread).
+    #[inline(always)]
+    pub(super) fn fed_from_another_partition(&self, x: u32) -> bool {
+        self.part
+            .as_ref()
+            .is_some_and(|ps| ps.part_of_node[self.ports[x as usize].peer_node as usize] != ps.me)
+    }
+
+    /// The virtual output queues' counters, kept for input port `x` (fed from another
+    /// partition, at a node with such queues).
+    #[inline(always)]
+    pub(super) fn voq_held_for(&self, x: u32) -> Option<&super::ib::VoqHeld> {
+        let held = self.part.as_ref()?.voq_held.as_ref()?;
+        self.fed_from_another_partition(x).then_some(held)
+    }
+
+    #[inline(always)]
+    pub(super) fn voq_held_mut(&mut self) -> Option<&mut super::ib::VoqHeld> {
+        self.part.as_mut()?.voq_held.as_mut()
     }
 
     /// After the last [`Fabric::absorb`]: the completion times of the flows completed in
@@ -455,8 +486,7 @@ impl Fabric {
     /// partition feeds it and it changed.
     #[inline(never)]
     pub(super) fn note_cause(&mut self, now: SimTime, origin: Origin, x: u32, vl: u8) {
-        let ps = self.part.as_ref().expect("partitioned");
-        if ps.part_of_node[self.ports[x as usize].peer_node as usize] == ps.me {
+        if !self.fed_from_another_partition(x) {
             return;
         }
         let new = self.cause_at_input(x, vl);
@@ -494,17 +524,13 @@ impl Fabric {
 
     /// Payload of flow `f`'s data taken in from another partition.
     fn count_crossed_in(&mut self, f: u32, payload_bytes: u32) {
-        let spec = &self.flows[f as usize];
-        let (size, src, dst) = (spec.size.get(), spec.src, spec.dst);
-        let node = |h: u32| self.ports[self.nics[h as usize].port as usize].node as usize;
-        let (src_node, dst_node) = (node(src), node(dst));
         let ps = self.part.as_mut().expect("partitioned");
-        let before = ps.crossed_in[f as usize];
-        ps.crossed_in[f as usize] = before + payload_bytes as u64;
-        // Only the flows that started short of bytes here: from elsewhere, to here.
-        let counted = ps.part_of_node[dst_node] == ps.me && ps.part_of_node[src_node] != ps.me;
-        if counted && before < size && before + payload_bytes as u64 >= size {
-            ps.short_of_bytes -= 1;
+        let left = &mut ps.bytes_to_cross[f as usize];
+        if *left > 0 {
+            *left = left.saturating_sub(payload_bytes as u64);
+            if *left == 0 {
+                ps.short_of_bytes -= 1;
+            }
         }
     }
 

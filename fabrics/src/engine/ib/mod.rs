@@ -88,7 +88,7 @@ mod prefetch;
 mod switch;
 
 pub(in crate::engine) use hca::CreditHost;
-pub(in crate::engine) use partition::cause_token;
+pub(in crate::engine) use partition::{VoqHeld, cause_token};
 pub(in crate::engine) use switch::CreditSwitch;
 
 /// Flow-control update state of one ingress port-VL.
@@ -724,7 +724,8 @@ impl Fabric {
         let out_total = ib.out_bytes_total(out);
         let voq = ib.voq_port[out as usize];
         let was_empty = ib.inq[i].is_empty();
-        let voq_was_empty = voq && ib.voq[o].is_empty();
+        let voq_len_before = if voq { ib.voq[o].len() } else { 0 };
+        let voq_was_empty = voq && voq_len_before == 0;
         if voq {
             ib.voq[o].push_back(VoqEntry { id, ingress: x });
             ib.voq_vote(i, out);
@@ -735,6 +736,9 @@ impl Fabric {
         let pk = self.packets.get_mut(id);
         pk.ingress_port = x;
         pk.next_port = out;
+        if voq {
+            self.ib_voq_joined(x, vl, out, voq_len_before);
+        }
         if voq || was_empty {
             self.ib_cause_may_change(s, x, vl);
         }

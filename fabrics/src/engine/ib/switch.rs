@@ -325,6 +325,26 @@ impl Fabric {
         self.cause_at_input(port.peer_port, vl)
     }
 
+    /// The output most of input lane (`x`, `vl`)'s packets wait for, the first of equals in
+    /// port order, counting the first `SCAN_MAX` packets of each of its node's virtual output
+    /// queues (`u32::MAX`: none).
+    pub(in crate::engine) fn voq_count_cause(&self, x: u32, vl: u8) -> u32 {
+        let ib = self.ibr();
+        let node = self.ports[x as usize].node as usize;
+        let mut best = (0usize, u32::MAX);
+        for out in self.port_base[node]..self.port_base[node + 1] {
+            let held = ib.voq[ib.ix(out, vl)]
+                .iter()
+                .take(crate::models::crossbar::oldest::SCAN_MAX)
+                .filter(|e| e.ingress == x)
+                .count();
+            if held > best.0 {
+                best = (held, out);
+            }
+        }
+        best.1
+    }
+
     /// What a stall feeding input lane (`x`, `vl`) of a switch waits for: the output its
     /// head packet waits for (`u32::MAX`: empty).
     pub(in crate::engine) fn cause_at_input(&self, x: u32, vl: u8) -> u32 {
@@ -332,7 +352,8 @@ impl Fabric {
         if ib.voq_port[x as usize] {
             // Virtual output queues: the output most of this input's packets wait for. A
             // majority vote kept as they come and go names it without a scan when one output
-            // leads; otherwise the queues are counted (the first `SCAN_MAX` of each).
+            // leads; otherwise the queues are counted (the first `SCAN_MAX` of each), or the
+            // counters a partition keeps of them read (at inputs fed from another partition).
             let (out, votes) = ib.voq_cause[ib.ix(x, vl)];
             if votes > 0 {
                 return out;
@@ -342,19 +363,10 @@ impl Fabric {
                 // space is freed): no queue holds one, and there is nothing to count.
                 return u32::MAX;
             }
-            let node = self.ports[x as usize].node as usize;
-            let mut best = (0usize, u32::MAX);
-            for out in self.port_base[node]..self.port_base[node + 1] {
-                let held = ib.voq[ib.ix(out, vl)]
-                    .iter()
-                    .take(crate::models::crossbar::oldest::SCAN_MAX)
-                    .filter(|e| e.ingress == x)
-                    .count();
-                if held > best.0 {
-                    best = (held, out);
-                }
-            }
-            return best.1;
+            return match self.voq_held_for(x) {
+                Some(held) => self.voq_held_cause(held, x, vl),
+                None => self.voq_count_cause(x, vl),
+            };
         }
         match ib.inq[ib.ix(x, vl)].front() {
             Some(&id) => self.packets.get(id).next_port,
