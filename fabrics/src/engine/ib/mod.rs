@@ -91,6 +91,27 @@ pub(in crate::engine) use hca::CreditHost;
 pub(in crate::engine) use partition::{VoqHeld, cause_token};
 pub(in crate::engine) use switch::CreditSwitch;
 
+/// The majority vote of one input port-VL of a `voq` node (Boyer-Moore over arrivals and
+/// departures): `out` leads while `votes` > 0, and a stall names it without counting the
+/// queues; `packets` of the input wait in the node's queues in all, which lets a count stop
+/// early (`Fabric::voq_count_cause`) and names no cause at 0.
+#[derive(Clone, Copy, Debug)]
+struct VoqVote {
+    out: u32,
+    votes: u32,
+    packets: u32,
+}
+
+impl Default for VoqVote {
+    fn default() -> Self {
+        VoqVote {
+            out: u32::MAX,
+            votes: 0,
+            packets: 0,
+        }
+    }
+}
+
 /// Flow-control update state of one ingress port-VL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum FcState {
@@ -265,9 +286,8 @@ pub struct IbState {
     /// Per port: it belongs to a `voq` node (module docs).
     voq_port: Vec<bool>,
     /// Per input port-VL of a `voq` node, for congestion-tree attribution only: the output
-    /// that most of its buffered packets wait for, kept by a majority vote over arrivals and
-    /// departures (Boyer-Moore: `(output, votes)`), so a stall never scans the queues.
-    voq_cause: Vec<(u32, u32)>,
+    /// that most of its buffered packets wait for, kept by a majority vote, and how many wait.
+    voq_cause: Vec<VoqVote>,
     /// Per input port of a `voq` node: when its crossbar input is free again (finite
     /// speed-up only, `EngineConfig::crossbar`).
     xbar_free_at: Vec<SimTime>,
@@ -399,7 +419,7 @@ impl IbState {
             inq: vec![VecDeque::new(); n * nv],
             voq: vec![VecDeque::new(); n * nv],
             voq_port,
-            voq_cause: vec![(u32::MAX, 0); n * nv],
+            voq_cause: vec![VoqVote::default(); n * nv],
             xbar_free_at: vec![SimTime::ZERO; n],
             xbar_pick: [0; 16],
             xbar: AnyArbiter::new(xbar, n),
@@ -761,22 +781,24 @@ impl IbState {
     /// A packet of input lane `i` joined the virtual output queue of output `out`.
     #[inline]
     fn voq_vote(&mut self, i: usize, out: u32) {
-        let (cand, votes) = &mut self.voq_cause[i];
-        if *cand == out {
-            *votes += 1;
-        } else if *votes == 0 {
-            (*cand, *votes) = (out, 1);
+        let v = &mut self.voq_cause[i];
+        v.packets += 1;
+        if v.out == out {
+            v.votes += 1;
+        } else if v.votes == 0 {
+            (v.out, v.votes) = (out, 1);
         } else {
-            *votes -= 1;
+            v.votes -= 1;
         }
     }
 
     /// A packet of input lane `i` left the virtual output queue of output `out`.
     #[inline]
     fn voq_unvote(&mut self, i: usize, out: u32) {
-        let (cand, votes) = &mut self.voq_cause[i];
-        if *cand == out {
-            *votes = votes.saturating_sub(1);
+        let v = &mut self.voq_cause[i];
+        v.packets -= 1;
+        if v.out == out {
+            v.votes = v.votes.saturating_sub(1);
         }
     }
 

@@ -331,13 +331,20 @@ impl Fabric {
     pub(in crate::engine) fn voq_count_cause(&self, x: u32, vl: u8) -> u32 {
         let ib = self.ibr();
         let node = self.ports[x as usize].node as usize;
+        // The input's packets not yet met: once no later queue can hold more than the best
+        // so far (equals keep the first), the count can stop.
+        let mut left = ib.voq_cause[ib.ix(x, vl)].packets as usize;
         let mut best = (0usize, u32::MAX);
         for out in self.port_base[node]..self.port_base[node + 1] {
+            if left <= best.0 {
+                break;
+            }
             let held = ib.voq[ib.ix(out, vl)]
                 .iter()
                 .take(crate::models::crossbar::oldest::SCAN_MAX)
                 .filter(|e| e.ingress == x)
                 .count();
+            left -= held;
             if held > best.0 {
                 best = (held, out);
             }
@@ -354,13 +361,12 @@ impl Fabric {
             // majority vote kept as they come and go names it without a scan when one output
             // leads; otherwise the queues are counted (the first `SCAN_MAX` of each), or the
             // counters a partition keeps of them read (at inputs fed from another partition).
-            let (out, votes) = ib.voq_cause[ib.ix(x, vl)];
-            if votes > 0 {
-                return out;
+            let v = ib.voq_cause[ib.ix(x, vl)];
+            if v.votes > 0 {
+                return v.out;
             }
-            if ib.in_blocks[x as usize] == 0 {
-                // Nothing buffered from this input (its packets leave the queues before their
-                // space is freed): no queue holds one, and there is nothing to count.
+            if v.packets == 0 {
+                // No queue holds one of this input's packets: nothing to count.
                 return u32::MAX;
             }
             return match self.voq_held_for(x) {
