@@ -384,6 +384,7 @@ pub fn run(
                     let mut events = 0u64;
                     let mut early: Vec<Message> = Vec::new();
                     let mut pace = Pace::default();
+                    let mut sent_last = vec![0usize; n];
                     // Wall time spent waiting for the others at windows' ends (`--log info`).
                     let mut waited = std::time::Duration::ZERO;
                     let mut last_print = std::time::Duration::ZERO;
@@ -398,13 +399,17 @@ pub fn run(
                         };
                         let r = sim_core::run(&mut *fabric, &mut s, &window_limits, |_| ControlFlow::Continue(()));
                         events += r.events;
-                        let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
+                        // Each sized for what the last window sent that way.
+                        let mut to: Vec<Vec<Crossing>> = sent_last.iter().map(|&k| Vec::with_capacity(k)).collect();
                         let mut first_sent = None::<SimTime>;
                         for (part, item) in fabric.take_outbox() {
                             if let Some(at) = item.arrives_at() {
                                 first_sent = Some(first_sent.map_or(at, |f| f.min(at)));
                             }
                             to[part as usize].push(item);
+                        }
+                        for (k, items) in sent_last.iter_mut().zip(&to) {
+                            *k = items.len();
                         }
                         let stop = if interrupt.count() > 0 {
                             Some(RunOutcome::Stopped)

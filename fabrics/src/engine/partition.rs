@@ -399,8 +399,8 @@ impl Fabric {
         ps.outbox.push((to, Crossing { port: p, at, what }));
     }
 
-    /// What this partition sent towards partition `to` since the last call, in sending
-    /// order; the rest stays.
+    /// What this partition sent towards other partitions since the last call, each item with
+    /// the partition it goes to, in sending order.
     pub fn take_outbox(&mut self) -> Vec<(u8, Crossing)> {
         let Some(ps) = self.part.as_mut() else {
             return Vec::new();
@@ -409,7 +409,10 @@ impl Fabric {
         std::mem::swap(&mut ps.heads, &mut ps.heads_asked);
         ps.heads.clear();
         ps.heads_sorted = false;
-        std::mem::take(&mut ps.outbox)
+        // The next window sends about as much: room for it, so the outbox does not grow
+        // (and move) item by item again.
+        let room = ps.outbox.len();
+        std::mem::replace(&mut ps.outbox, Vec::with_capacity(room))
     }
 
     /// Takes in what another partition sent to this one, in its sending order: each packet
