@@ -50,7 +50,8 @@ pub(in crate::engine) struct VoqHeld {
     /// Per node: where its rows start (`usize::MAX`: not a `voq` node).
     base: Vec<usize>,
     /// Row of input lane (`x`, `vl`) of a node with ports `pb..pb + np`: starts at
-    /// `base + ((x - pb) * nv + vl) * np`, one counter per output `pb..pb + np`.
+    /// `base + ((x - pb) * nv + vl) * np`, one counter per output `pb..pb + np` (at most
+    /// `SCAN_MAX` = 64, so a byte).
     counts: Vec<u8>,
     nv: usize,
 }
@@ -311,9 +312,10 @@ mod tests {
     use sim_core::{BitsPerSec, Bytes, Duration, RunLimits, SimTime, WheelQueue};
 
     /// The counters a partition keeps of its virtual output queues, and the count that stops
-    /// early, agree with counting every queue to the end, at every hand-over of an incast split in two (pods 0-3 and 4-7 of a k=8
-    /// fat-tree, the core switches shared out) whose queues grow past `SCAN_MAX`: small
-    /// packets, so that the queues towards the sink hold hundreds.
+    /// early, agree with counting every queue to the end, at every hand-over of an incast
+    /// split in two (pods 0-3 and 4-7 of a k=8 fat-tree, the core switches shared out) whose
+    /// queues grow past `SCAN_MAX`: small packets, so that the queues towards the sink hold
+    /// hundreds.
     #[test]
     fn voq_counters_agree_with_counting_the_queues() {
         // Oldest first takes a queue's packets from its head; round-robin behind a crossbar
