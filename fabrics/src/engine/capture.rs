@@ -1,7 +1,7 @@
 //! Packet capture of chosen ports (`[output] pcap`): the engine records what each captured
 //! port puts on its link, as plain fields; the scenarios crate encodes them as pcap frames
-//! after the run. Off unless asked: the two places a port starts a packet (`start_tx`,
-//! `transmit`) then test one `Option` and nothing else.
+//! after the run. Off unless asked: the three places a port starts a packet or a control
+//! frame (`start_tx`, `transmit`, `transmit_ctrl`) then test one `Option` and nothing else.
 
 use super::packet::{Packet, PacketKind};
 use sim_core::SimTime;

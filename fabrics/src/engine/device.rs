@@ -169,7 +169,7 @@ pub enum LinkFc {
     /// Credits per lane returned by flow-control packets (InfiniBand 64-B blocks, NVLink flits,
     /// PCIe data credits: [`crate::ib::IbConfig::credit_unit_bytes`]).
     Credit,
-    /// IEEE 802.1Qbb PFC per priority: the receiver pauses the sender (`models/pfc.rs`).
+    /// IEEE 802.1Qbb PFC per priority: the receiver pauses the sender (`models/pfc/`).
     Pfc,
 }
 

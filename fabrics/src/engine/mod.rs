@@ -17,11 +17,12 @@
 //! behind it, so a lightly loaded hop costs one event, a busy one two.
 //!
 //! ## Event origins (tie-break rule 2 of sim-core)
-//! `TxDone(p)` has origin `p`; `Arrive(p)` and `CtrlArrive(p)` (the port's control pipe:
-//! flow-control and PAUSE frames) have origin `P + p` (`P` = number of ports); a host's
-//! NIC wake-up has origin `2P + host`; flow arrivals have origin `2P + H`; port timers
-//! (`PortTimer(p)`) have origin `2P + H + 1 + p`. So at one instant departures are handled
-//! before arrivals: a queue frees its slot before a newcomer is judged.
+//! `TxDone(p)` has origin `p`; `Arrive(p)` has origin `P + 2p` (`P` = number of ports) and
+//! `CtrlArrive(p)` (the port's control pipe: flow-control and PAUSE frames) `P + 2p + 1`, or
+//! `P + 2p` where the far end takes flow-control packets in lazily (`Fabric::ctrl_origin`);
+//! a host's NIC wake-up has origin `3P + host`; flow arrivals have origin `3P + H`; port
+//! timers (`PortTimer(p)`) have origin `3P + H + 1 + p`. So at one instant departures are
+//! handled before arrivals: a queue frees its slot before a newcomer is judged.
 //!
 //! ## InfiniBand
 //! With [`EngineConfig::ib`] set, switches are input-buffered and cut-through with per-VL
@@ -32,8 +33,8 @@
 //! With [`EngineConfig::roce`] set, switches have a shared-buffer MMU with 8 priorities, PFC,
 //! ECN and strict-priority + DWRR egress scheduling, and host NICs send CNPs/ACKs and run
 //! DCQCN, TIMELY or HPCC: see `engine/roce/`. Flow timers (`FlowTimer(f)`, congestion-control
-//! timers and go-back-N timeouts) have origin `3P + H + 1 + f`; they exist only then, as does
-//! the rate-sampling event (`RateSample`, origin `3P + H + 1 + F`, only when sampling is on).
+//! timers and go-back-N timeouts) have origin `4P + H + 1 + f`; they exist only then, as does
+//! the rate-sampling event (`RateSample`, origin `4P + H + 1 + F`, only when sampling is on).
 
 mod capture;
 mod config;
@@ -172,7 +173,7 @@ pub struct Fabric {
     /// Host index of each node (`u32::MAX` for switches).
     host_of_node: Vec<u32>,
     ports: Vec<Port>,
-    /// Some port routes ahead ([`Port::routed_ahead`]): the route memo is in use.
+    /// Some port routes ahead ([`Port::routed_ahead`]).
     routing_ahead: bool,
     /// Per port: the link-level control frames on their way to it (`port.rs`).
     ctrl_links: Vec<CtrlLink>,
@@ -578,9 +579,9 @@ impl Fabric {
     }
 
     /// Marks the ports whose packets are routed as they are put on the link
-    /// ([`Port::routed_ahead`]) and sizes the route memo. Routing ahead serves the prefetch
-    /// pipeline: below its size the caches hold the route tables, and the memo's lines cost
-    /// more than walking them (k=8 mirror +6 %).
+    /// ([`Port::routed_ahead`]) and sizes the flows' paths (`path_cache`). Routing ahead
+    /// serves the prefetch pipeline: below its size the caches hold the route tables, and
+    /// asking for a route's lines early costs more than walking them (k=8 mirror +6 %).
     fn set_routing_ahead(&mut self) {
         let ahead = self.ports.len() >= self.prefetch_min_ports;
         let adaptive = self.cfg.route_pick == RoutePick::Adaptive;
@@ -1416,7 +1417,7 @@ impl Model for Fabric {
     /// link-hops per second on the k=16 RoCEv2 mirror). Measured and dropped: a fourth stage
     /// that routed the packet to prefetch its egress port (session 8), and prefetching a
     /// credit switch's departure queues as the RoCEv2 one does (session 10: 3 % slower on the
-    /// 256-GPU AllReduce), and two events between stages instead of one (session 10: 3 %
+    /// 256-GPU AllReduce; session 12 found the stages that pay, `ib/prefetch.rs`), and two events between stages instead of one (session 10: 3 %
     /// slower on the k=16 RoCEv2 mirror).
     #[inline]
     fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {

@@ -1,7 +1,7 @@
 //! PFC on a link (IEEE 802.1Qbb) as the engine runs it: the pausing side's frames (edges from
 //! the MMU or a credit device's receive buffer, refreshes, the frame waiting for the port's
 //! transmitter ahead of data), the paused side's receiver (what may start, expiries, the pause
-//! tree) and the PFC watchdog. The state machines themselves are `models/pfc.rs`.
+//! tree) and the PFC watchdog. The state machines themselves are in `models/pfc/`.
 
 use super::*;
 
