@@ -1009,7 +1009,7 @@ fn custom_topology_bad_endpoint() {
 #[test]
 fn custom_topology_non_ascii_endpoint_is_an_error_not_a_panic() {
     // Found by this suite: an endpoint starting with a multi-byte character made the endpoint
-    // parser slice inside a character (build.rs `name.split_at(1)`) and panic.
+    // parser slice inside a character (the custom-topology builder split names at byte 1) and panic.
     let link = "  { a = \"é1\", b = \"s0\", rate = \"100Gbps\" },\n";
     let text = custom_flows(&format!("{H0}{link}"));
     invalid("endpoint_utf8.toml", &text)
