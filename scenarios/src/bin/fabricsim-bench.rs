@@ -1,15 +1,21 @@
 //! `fabricsim-bench`: the speed benchmark of `docs/performance.md`.
 //!
-//! Runs the fabricsim side of the htsim speed mirrors (`scenarios/bench/roce_mirror_*.toml`)
-//! and a size ladder (fat-trees of k = 8, 16, 24, 32 under a permutation of long flows) on the
-//! Ethernet, InfiniBand and RoCEv2 fabrics, each run a child `fabricsim run` process, and
-//! prints link-hops per wall second, CPU microseconds per link-hop and peak resident memory.
+//! Runs the fabricsim side of the htsim speed mirrors (`scenarios/bench/roce_mirror_*.toml`),
+//! a size ladder (fat-trees of k = 8, 16, 24, 32 under a permutation of long flows) on the
+//! Ethernet, InfiniBand and RoCEv2 fabrics, and the paths inside GPU servers (an 8 MiB
+//! all-to-all on an HGX H100 board and on an NVL72 rack over NVLink, and on a PCIe Gen5
+//! server), each run a child `fabricsim run` process, and prints link-hops per wall second,
+//! CPU microseconds per link-hop and peak resident memory.
 //!
 //! ```text
 //! cargo build --release && target/release/fabricsim-bench [--quick] [--ladder 8,16,24,32]
-//!     [--fabrics ethernet,infiniband,rocev2] [--no-mirrors] [--no-ladder] [--reps N]
-//!     [--threads N]   (every run split in N partitions, `fabricsim run --threads N`)
+//!     [--fabrics ethernet,infiniband,rocev2,nvlink,pcie] [--no-mirrors] [--no-ladder]
+//!     [--reps N] [--threads N]   (every run split in N partitions, `fabricsim run --threads N`)
 //! ```
+//!
+//! The server runs answer the speed issue's question whether the NVLink and PCIe paths cost
+//! per link-hop within 1.5x of the RoCEv2 path; compare them with the ladder's k = 8 rung,
+//! whose state fits the caches as theirs does.
 //!
 //! The figures are wall-clock measurements of a shared machine: compare runs made together,
 //! never put them into tests.
@@ -17,7 +23,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: fabricsim-bench [--quick] [--ladder K,K,..] [--fabrics ethernet,infiniband,rocev2] [--no-mirrors] [--no-ladder] [--reps N] [--threads N] [--bench-dir DIR]";
+const USAGE: &str = "usage: fabricsim-bench [--quick] [--ladder K,K,..] [--fabrics ethernet,infiniband,rocev2,nvlink,pcie] [--no-mirrors] [--no-ladder] [--reps N] [--threads N] [--bench-dir DIR]";
+
+/// Fabrics the ladder runs on (fat-trees of hosts).
+const NETWORKS: [&str; 3] = ["ethernet", "infiniband", "rocev2"];
+/// Fabrics inside a GPU server: one or two fixed servers each, not a ladder.
+const SERVER_FABRICS: [&str; 2] = ["nvlink", "pcie"];
 
 struct Options {
     ladder: Vec<u32>,
@@ -32,7 +43,7 @@ struct Options {
 fn parse_args() -> Result<Options, String> {
     let mut o = Options {
         ladder: vec![8, 16, 24, 32],
-        fabrics: vec!["ethernet".into(), "infiniband".into(), "rocev2".into()],
+        fabrics: NETWORKS.iter().chain(&SERVER_FABRICS).map(|f| f.to_string()).collect(),
         mirrors: true,
         reps: 1,
         bench_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("bench"),
@@ -60,9 +71,11 @@ fn parse_args() -> Result<Options, String> {
                 if let Some(bad) = o
                     .fabrics
                     .iter()
-                    .find(|f| !["ethernet", "infiniband", "rocev2"].contains(&f.as_str()))
+                    .find(|f| !NETWORKS.contains(&f.as_str()) && !SERVER_FABRICS.contains(&f.as_str()))
                 {
-                    return Err(format!("--fabrics: '{bad}' is not one of ethernet, infiniband, rocev2"));
+                    return Err(format!(
+                        "--fabrics: '{bad}' is not one of ethernet, infiniband, rocev2, nvlink, pcie"
+                    ));
                 }
             }
             "--reps" => {
@@ -109,6 +122,25 @@ fn ladder_scenario(fabric: &str, k: u32, end_us: u32) -> String {
         "[scenario]\nname = \"bench_{fabric}_k{k}\"\ndescription = \"speed ladder: {fabric}, k={k} permutation, 100G, 1 us links\"\nseed = 13\n\n\
          [topology]\nkind = \"fat_tree\"\nk = {k}\nhost_link = {{ rate = \"100Gbps\", delay = \"1us\" }}\nfabric_link = {{ rate = \"100Gbps\", delay = \"1us\" }}\n\n\
          {fabric_table}\n[[workload]]\nkind = \"permutation\"\nsize = \"1GB\"\n{class}\n[run]\nend_time = \"{end_us}us\"\n"
+    )
+}
+
+/// The server runs of a fabric inside GPU servers (`nvlink`, `pcie`): (name, topology table)
+/// pairs, each loaded with an all-to-all of `size` per GPU (nccl-tests' convention).
+fn server_runs(fabric: &str) -> Vec<(&'static str, &'static str)> {
+    match fabric {
+        "nvlink" => vec![("hgx_h100", "kind = \"hgx_h100\"\n"), ("nvl72", "kind = \"nvl72\"\n")],
+        _ => vec![("pcie_gen5", "kind = \"pcie_server\"\ngeneration = \"gen5\"\n")],
+    }
+}
+
+/// A server run's scenario: `topology` (a `[topology]` table's body) on `fabric`, every GPU
+/// sending `size` in all to the others at once.
+fn server_scenario(fabric: &str, name: &str, topology: &str, size: &str) -> String {
+    format!(
+        "[scenario]\nname = \"bench_{fabric}_{name}\"\ndescription = \"speed: {fabric}, {name}, {size} all-to-all\"\nseed = 13\n\n\
+         [topology]\n{topology}\n[fabric]\nkind = \"{fabric}\"\n\n\
+         [[workload]]\nkind = \"collective\"\nname = \"a2a\"\nop = \"all_to_all\"\nsizes = [\"{size}\"]\n"
     )
 }
 
@@ -216,7 +248,7 @@ fn main() -> ExitCode {
             jobs.push((m.to_string(), o.bench_dir.join(format!("{m}.toml")), o.threads));
         }
     }
-    for fabric in &o.fabrics {
+    for fabric in o.fabrics.iter().filter(|f| NETWORKS.contains(&f.as_str())) {
         for &k in &o.ladder {
             let end_us = ladder_end_time_us(k, o.quick);
             let path = work.join(format!("bench_{fabric}_k{k}.toml"));
@@ -225,6 +257,17 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             jobs.push((format!("{fabric} k={k} {end_us}us"), path, o.threads));
+        }
+    }
+    let size = if o.quick { "1MiB" } else { "8MiB" };
+    for fabric in o.fabrics.iter().filter(|f| SERVER_FABRICS.contains(&f.as_str())) {
+        for (name, topology) in server_runs(fabric) {
+            let path = work.join(format!("bench_{fabric}_{name}.toml"));
+            if let Err(e) = std::fs::write(&path, server_scenario(fabric, name, topology, size)) {
+                eprintln!("{}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+            jobs.push((format!("{fabric} {name} a2a {size}"), path, o.threads));
         }
     }
     for (name, path, threads) in jobs {
@@ -253,5 +296,25 @@ mod tests {
         }
         assert!(ladder_end_time_us(32, false) >= 100);
         assert!(ladder_end_time_us(8, true) < ladder_end_time_us(8, false));
+    }
+
+    /// Every scenario the bench writes is one `fabricsim run` accepts and builds: the ladder's
+    /// (at its smallest arity, to keep the test short) and every server run.
+    #[test]
+    fn bench_scenarios_load_and_build() {
+        let mut texts: Vec<String> = NETWORKS.iter().map(|f| ladder_scenario(f, 4, 30)).collect();
+        for f in SERVER_FABRICS {
+            let runs = server_runs(f);
+            assert!(!runs.is_empty(), "{f}");
+            for (name, topology) in runs {
+                texts.push(server_scenario(f, name, topology, "1MiB"));
+            }
+        }
+        for text in texts {
+            let loaded = scenarios::build::load_str("bench.toml".into(), std::env::temp_dir(), text.clone())
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let built = loaded.build().unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert!(!built.flows.is_empty(), "{text}");
+        }
     }
 }
