@@ -15,7 +15,9 @@
 //!
 //! The server runs answer the speed issue's question whether the NVLink and PCIe paths cost
 //! per link-hop within 1.5x of the RoCEv2 path; compare them with the ladder's k = 8 rung,
-//! whose state fits the caches as theirs does.
+//! whose state fits the caches as theirs does. `--fabrics` chooses them as it chooses the
+//! ladder's fabrics (`--no-ladder` leaves them in; `--fabrics rocev2 --no-ladder` runs the
+//! mirrors alone).
 //!
 //! The figures are wall-clock measurements of a shared machine: compare runs made together,
 //! never put them into tests.

@@ -9,10 +9,8 @@ use super::*;
 pub(super) fn encode(frame: &PfcFrame) -> u64 {
     let mut pause = 0u8;
     let mut quanta = 0u16;
-    for p in 0..NP as u8 {
-        if let Some(q) = frame.get(p)
-            && q > 0
-        {
+    for (p, q) in frame.timers() {
+        if q > 0 {
             pause |= 1 << p;
             quanta = q;
         }
@@ -25,10 +23,11 @@ pub(super) fn decode(aux: u64) -> PfcFrame {
     let pause = (aux >> 8) as u8;
     let quanta = (aux >> 16) as u16;
     let mut f = PfcFrame::default();
-    for p in 0..NP as u8 {
-        if enable & (1 << p) != 0 {
-            f.set(p, if pause & (1 << p) != 0 { quanta } else { 0 });
-        }
+    let mut left = enable;
+    while left != 0 {
+        let p = left.trailing_zeros() as u8;
+        left &= left - 1;
+        f.set(p, if pause & (1 << p) != 0 { quanta } else { 0 });
     }
     f
 }
@@ -36,10 +35,8 @@ pub(super) fn decode(aux: u64) -> PfcFrame {
 /// Merges frame `b` into the pending encoded frame `a` (the newer timer of a priority wins).
 pub(super) fn merge(a: u64, b: &PfcFrame) -> u64 {
     let mut f = if a == 0 { PfcFrame::default() } else { decode(a) };
-    for p in 0..NP as u8 {
-        if let Some(q) = b.get(p) {
-            f.set(p, q);
-        }
+    for (p, q) in b.timers() {
+        f.set(p, q);
     }
     encode(&f)
 }
@@ -181,8 +178,7 @@ impl Fabric {
         let r = self.rs();
         let resumed = r.pfc_rx[x as usize].on_frame(now, frame);
         let mut began = 0u8;
-        for prio in 0..NP as u8 {
-            let Some(q) = frame.get(prio) else { continue };
+        for (prio, q) in frame.timers() {
             r.port_stats[x as usize].pfc_rx[prio as usize] += 1;
             let i = RoceState::ix(x, prio);
             if q > 0 {
@@ -230,11 +226,9 @@ impl Fabric {
         if r.pfc_tx[x as usize].next_timer().is_some_and(|t| t <= now)
             && let Some(frame) = r.pfc_tx[x as usize].on_timer(now)
         {
-            for prio in 0..NP as u8 {
-                if frame.get(prio).is_some() {
-                    r.port_stats[x as usize].pause_tx[prio as usize] += 1;
-                    r.totals.pause_frames += 1;
-                }
+            for (prio, _) in frame.timers() {
+                r.port_stats[x as usize].pause_tx[prio as usize] += 1;
+                r.totals.pause_frames += 1;
             }
             r.pfc_pending[x as usize] = merge(r.pfc_pending[x as usize], &frame);
             refreshed = true;

@@ -93,6 +93,20 @@ impl PfcFrame {
     pub fn get(&self, prio: u8) -> Option<u16> {
         (self.enable_mask & (1 << prio) != 0).then_some(self.quanta[prio as usize])
     }
+    /// The timers the frame carries, `(priority, quanta)` by ascending priority: the set bits
+    /// of the class-enable vector only (a frame usually addresses one priority of eight, and
+    /// the incast mirror handles 166,000 frames).
+    pub fn timers(&self) -> impl Iterator<Item = (u8, u16)> + '_ {
+        let mut left = self.enable_mask;
+        std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            let prio = left.trailing_zeros() as u8;
+            left &= left - 1;
+            Some((prio, self.quanta[prio as usize]))
+        })
+    }
     /// Size on the wire (preamble, SFD and inter-frame gap included).
     pub const fn wire_bytes(&self) -> u64 {
         PFC_FRAME_WIRE_BYTES
@@ -280,8 +294,7 @@ impl PfcReceiver {
     /// Returns the mask of priorities that may send again now (resumed).
     pub fn on_frame(&mut self, now: SimTime, frame: &PfcFrame) -> u8 {
         let mut resumed = 0u8;
-        for prio in 0..N_PRIORITIES as u8 {
-            let Some(q) = frame.get(prio) else { continue };
+        for (prio, q) in frame.timers() {
             let i = prio as usize;
             self.frames_received[i] += 1;
             // Close the current pause interval at `now` (or where it already ended).
@@ -418,6 +431,20 @@ pub fn hpcc_sim_headroom_bytes(rate: BitsPerSec, link_delay: Duration) -> u64 {
 mod tests {
     use super::*;
     use crate::models::pfc::PauseSender;
+
+    /// `timers` lists exactly the priorities `get` answers for, with the same quanta, in
+    /// ascending order: every class-enable vector, with a distinct quanta per priority.
+    #[test]
+    fn timers_are_the_enabled_priorities_in_order() {
+        for mask in 0..=255u8 {
+            let mut f = PfcFrame::default();
+            for p in (0..8u8).filter(|p| mask & (1 << p) != 0) {
+                f.set(p, 100 * p as u16 + mask as u16);
+            }
+            let want: Vec<(u8, u16)> = (0..8u8).filter_map(|p| f.get(p).map(|q| (p, q))).collect();
+            assert_eq!(f.timers().collect::<Vec<_>>(), want, "mask {mask:#010b}");
+        }
+    }
 
     const fn gbps(x: u64) -> BitsPerSec {
         BitsPerSec::from_gbps(x)
