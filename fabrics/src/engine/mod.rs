@@ -1415,10 +1415,11 @@ impl Model for Fabric {
     /// and overlap with this event's work, as prefetch instructions ([`sim_core::prefetch`]),
     /// which unlike plain loads do not hold the core up when they miss (session 10: 9 % more
     /// link-hops per second on the k=16 RoCEv2 mirror). Measured and dropped: a fourth stage
-    /// that routed the packet to prefetch its egress port (session 8), and prefetching a
-    /// credit switch's departure queues as the RoCEv2 one does (session 10: 3 % slower on the
-    /// 256-GPU AllReduce; session 12 found the stages that pay, `ib/prefetch.rs`), and two events between stages instead of one (session 10: 3 %
-    /// slower on the k=16 RoCEv2 mirror).
+    /// that routed the packet to prefetch its egress port (session 8), prefetching a credit
+    /// switch's departure queues as the RoCEv2 one does (session 10: 3 % slower on the
+    /// 256-GPU AllReduce; session 12 found the stages that pay, `ib/prefetch.rs`), and two
+    /// events between stages instead of one (session 10: 3 % slower on the k=16 RoCEv2
+    /// mirror).
     #[inline]
     fn prefetch(&self, upcoming: [Option<&Ev>; sim_core::PREFETCH_AHEAD]) {
         // Unrolled, so that each call's stage is a constant (a loop cost 87 instructions per
