@@ -113,7 +113,7 @@ pub fn ports_csv(f: &Fabric, topo: &Topology, end: SimTime) -> Option<String> {
             if !active {
                 continue;
             }
-            // Drops and headroom are per port; reported on its lowest active priority row.
+            // Drops and headroom are per port: repeated on each of its rows.
             let _ = writeln!(
                 s,
                 "{p},{},{prio},{},{},{},{:.6},{},{},{},{},{},{}",

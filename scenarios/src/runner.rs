@@ -336,7 +336,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
                 tracing::info!(
                     scenario = %sc.name,
                     at_ms = report.end.ps() as f64 / 1e9,
-                    "every flow may end within a window: going on on one thread"
+                    "the partitions folded into one fabric (every flow may end within a window, or the windows held too little or too uneven work): going on on one thread"
                 );
                 (*f, Partitioned::Continue(sched, report))
             }

@@ -9,7 +9,8 @@
 //! `LimitOfHighPriority` bounds the high-priority data sent while low-priority packets wait,
 //! in 4096-byte units (0 = one packet, 255 = unlimited).
 //!
-//! Defaults are opensm's (`osm_base.h`): high table `0:4`, low table `1:4 … 14:4`, limit 0.
+//! Defaults are opensm's (`osm_base.h`): high table `0:4`, low table `1:4` for each data VL
+//! from 1 to `vls - 1` (with 15 VLs, `1:4 … 14:4`; empty with one), limit 0.
 
 use super::link::CREDIT_BLOCK_BYTES;
 

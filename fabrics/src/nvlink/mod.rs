@@ -9,9 +9,15 @@
 //! - [`NvSwitchGen`] / [`NvSwitchPreset`]: ports, per-port rate, traversal latency, SHARP.
 //!
 //! Rates are per link and per direction, as data rates (what `LinkInfo::rate` holds); NVIDIA's
-//! headline per-GPU figures are bidirectional sums. See `docs/models/nvlink.md`. The engine
-//! integration (flit-level links with credits returned on the reverse direction, the NVSwitch
-//! crossbar with VOQs and round-robin/iSLIP arbitration) is pending and done by the lead.
+//! headline per-GPU figures are bidirectional sums. See `docs/models/nvlink.md`.
+//!
+//! The engine runs NVLink on its credit path (`engine/ib/`; `[fabric] kind = "nvlink"`,
+//! [`crate::engine::EngineConfig::nvlink`] with [`credit_layer`]): GPUs are
+//! `Device::CreditHost`s, GPU hubs and NVSwitch chips `Device::CreditSwitch`es (cut-through,
+//! virtual output queues in `engine/ib/crossbar.rs` with striping, speed-up and oldest-first,
+//! round-robin, LQF or iSLIP arbitration per output decision); credits are counted in 16-byte
+//! flits per link and direction and returned over the reverse link at no wire cost. This module
+//! holds only the parameters and arithmetic the builders and the engine read.
 
 use sim_core::{BitsPerSec, Duration};
 

@@ -3,7 +3,7 @@
 //! generation at the receiver NIC, sender congestion control (DCQCN, TIMELY, HPCC) with one
 //! timer event per flow, HPCC's INT records (`int.rs`), go-back-N for lossy priorities, the
 //! pause tree and run-time deadlock detection. The models themselves are pure state machines in `models/`
-//! (`buffer.rs` `SharedBuffer`, `pfc.rs`, `marking.rs`, `cc/`); this file wires them.
+//! (`buffer.rs` `SharedBuffer`, `pfc/`, `marking.rs`, `cc/`); this file wires them.
 //!
 //! ## A packet through a switch
 //! A packet arrives (store-and-forward, after the port-to-port latency), is routed, and is
@@ -13,6 +13,8 @@
 //! emits a PAUSE which waits on that port's transmitter *ahead of any data* (a MAC control
 //! frame) and crosses the link with its delay. The packet leaves the MMU when it starts on
 //! the egress wire; if that brings (ingress, priority) to XON, a RESUME follows the same way.
+//! Either hook can return either edge (an admission XON, a release XOFF: the dynamic threshold
+//! moves with the pool), and every edge goes to the pause sender.
 //!
 //! ## Egress scheduling
 //! A port sends, in order: a pending PFC frame; then (switch) the highest priority of
