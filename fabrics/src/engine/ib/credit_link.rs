@@ -29,7 +29,7 @@ impl Fabric {
         let vl = self.packets.get(id).vl;
         let ib = self.ibs();
         let o = ib.ix(p, vl);
-        ib.fctbs[o] += b;
+        ib.tx[o].fctbs += b;
     }
 
     /// Sends the next flow-control packet queued on port `p`, if any; returns when the port is
@@ -68,13 +68,13 @@ impl Fabric {
         let lend = ib.pool_free[x as usize];
         if lend > 0 {
             ib.pool_free[x as usize] = 0;
-            ib.pool_lent[i] += lend;
-            ib.free_blocks[i] += lend;
+            ib.rx[i].pool_lent += lend;
+            ib.rx[i].free_blocks += lend;
         }
-        let fccl = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
-        ib.fc_state[i] = FcState::Idle;
-        ib.fc_last_sent[i] = now;
-        ib.fc_last_fccl[i] = fccl;
+        let fccl = ib.rx[i].abr + (ib.rx[i].free_blocks as u64).min(ib.cfg.max_credit_window);
+        ib.rx[i].fc_state = FcState::Idle;
+        ib.rx[i].fc_last_sent = now;
+        ib.rx[i].fc_last_fccl = fccl;
         ib.port_stats[x as usize].fc_packets_tx += 1;
         ib.totals.fc_packets += 1;
         let frame = CtrlFrame {
@@ -99,26 +99,26 @@ impl Fabric {
         let now = s.now();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        if ib.fc_state[i] == FcState::Queued {
+        if ib.rx[i].fc_state == FcState::Queued {
             return; // an update is already on its way; it will carry the newest value
         }
-        let advertisable = ib.abr[i] + (ib.free_blocks[i] as u64).min(ib.cfg.max_credit_window);
+        let advertisable = ib.rx[i].abr + (ib.rx[i].free_blocks as u64).min(ib.cfg.max_credit_window);
         let lane = LaneView {
             now,
-            last_sent: (ib.fc_last_sent[i] > SimTime::ZERO).then_some(ib.fc_last_sent[i]),
-            unadvertised_blocks: advertisable.saturating_sub(ib.fc_last_fccl[i]),
+            last_sent: (ib.rx[i].fc_last_sent > SimTime::ZERO).then_some(ib.rx[i].fc_last_sent),
+            unadvertised_blocks: advertisable.saturating_sub(ib.rx[i].fc_last_fccl),
         };
         if let Update::At(due) = ib.cfg.credit_update.decide(&lane) {
             // Deferred (again): the earlier of the deadlines stands.
-            if ib.fc_state[i] == FcState::Idle || due < ib.fc_due[i] {
-                ib.fc_due[i] = due;
+            if ib.rx[i].fc_state == FcState::Idle || due < ib.rx[i].fc_due {
+                ib.rx[i].fc_due = due;
             }
-            ib.fc_state[i] = FcState::Deferred;
-            let due = ib.fc_due[i];
+            ib.rx[i].fc_state = FcState::Deferred;
+            let due = ib.rx[i].fc_due;
             self.ib_arm_timer(s, x, due);
             return;
         }
-        ib.fc_state[i] = FcState::Queued;
+        ib.rx[i].fc_state = FcState::Queued;
         ib.ctrl[x as usize].push_back(vl);
         self.kick(s, x);
     }
@@ -127,7 +127,7 @@ impl Fabric {
     /// short of the headroom, RESUME it when space is back (`IbState::set_pfc_receiver`).
     pub(in crate::engine) fn credit_pfc_check<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
         let ib = self.ibr();
-        let free = ib.free_blocks[ib.ix(x, vl)];
+        let free = ib.rx[ib.ix(x, vl)].free_blocks;
         let (xoff, xon) = ib.pfc_free_blocks[x as usize];
         let paused = self.roce_pfc_asserted(x, vl);
         if !paused && free < xoff {
@@ -148,7 +148,7 @@ impl Fabric {
     ) {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        ib.fccl[i] = ib.fccl[i].max(fccl);
+        ib.tx[i].fccl = ib.tx[i].fccl.max(fccl);
         self.kick(s, x);
     }
 
@@ -262,7 +262,7 @@ impl Fabric {
         debug_assert_eq!(frame.kind, PacketKind::FlowControl);
         let ib = self.ibs();
         let i = ib.ix(x, frame.vl);
-        ib.fccl[i] = ib.fccl[i].max(frame.aux);
+        ib.tx[i].fccl = ib.tx[i].fccl.max(frame.aux);
     }
 
     /// Sender port `x`'s device looked and has work that flow-control packets arriving at or
@@ -294,7 +294,7 @@ impl Fabric {
         let vl = self.packets.get(id).vl;
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        ib.abr[i] += b as u64;
+        ib.rx[i].abr += b as u64;
         self.ib_credit_update(s, x, vl);
     }
 }

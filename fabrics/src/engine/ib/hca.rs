@@ -119,7 +119,7 @@ impl Fabric {
             if b <= self.ibr().avail(p, vl) {
                 self.ibs().cnp_queue[h as usize].pop_front();
                 let o = self.ibr().ix(p, vl);
-                self.ibs().fctbs[o] += b;
+                self.ibs().tx[o].fctbs += b;
                 let done = self.transmit(s, p, id, SimTime::ZERO);
                 self.nic_wake_at(s, h, done);
                 return;
@@ -182,7 +182,7 @@ impl Fabric {
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         let o = ib.ix(p, vl);
-        ib.fctbs[o] += b as u64;
+        ib.tx[o].fctbs += b as u64;
         if self.flow_state[f as usize].unsent_bytes > 0 {
             self.ibs().host_flows[q].push_back(f);
         }

@@ -122,17 +122,90 @@ enum FcState {
     Queued,
 }
 
+/// The sender's records of one egress port-VL (a lane): its credits, the bytes waiting for
+/// it, its credit stalls and its FECN counter. One cache line, for the reason of [`RxLane`]:
+/// a departure reads and writes most of them.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct TxLane {
+    /// Blocks sent since link-up (FCTBS, IBA vol. 1 §7.9.4).
+    fctbs: u64,
+    /// The credit limit the receiver last advertised (FCCL).
+    fccl: u64,
+    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
+    out_bytes: u64,
+    /// Credit stalls (one record: a departure reads whether one is open, and closing one
+    /// touches all of it).
+    stall: StallRec,
+    mark: MarkCounter,
+}
+
+impl TxLane {
+    fn new(advertised: u64) -> TxLane {
+        TxLane {
+            fctbs: 0,
+            fccl: advertised,
+            out_bytes: 0,
+            stall: StallRec::default(),
+            mark: MarkCounter::default(),
+        }
+    }
+}
+
+/// The receiver's records of one ingress port-VL (a lane): its buffer, the credits it has
+/// advertised and when it next sends a flow-control packet, its head's HOQLife deadline. One
+/// cache line: a packet joining or leaving the lane and the update after read most of them,
+/// and at k=32 (50,000 lanes) each of the eight arrays they were in missed on its own.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct RxLane {
+    /// Blocks received since link-up (ABR, IBA vol. 1 §7.9.4).
+    abr: u64,
+    /// The FCCL the lane last advertised (at link-up: its buffer, capped at the window).
+    fc_last_fccl: u64,
+    fc_last_sent: SimTime,
+    /// When a `Deferred` update is due (the policy's `Update::At`).
+    fc_due: SimTime,
+    /// When the head packet's HOQLife runs out (`SimTime::MAX`: no head, or no limit).
+    head_deadline: SimTime,
+    free_blocks: u32,
+    /// Shared-pool blocks lent to the lane (part of its `free_blocks` promise).
+    pool_lent: u32,
+    fc_state: FcState,
+}
+
+impl RxLane {
+    fn new(own_blocks: u32, max_credit_window: u64) -> RxLane {
+        RxLane {
+            abr: 0,
+            fc_last_fccl: (own_blocks as u64).min(max_credit_window),
+            fc_last_sent: SimTime::ZERO,
+            fc_due: SimTime::MAX,
+            head_deadline: SimTime::MAX,
+            free_blocks: own_blocks,
+            pool_lent: 0,
+            fc_state: FcState::Idle,
+        }
+    }
+}
+
 /// Counters of one port in an InfiniBand fabric.
+///
+/// What every hop updates (the input buffer's gauge, as a packet joins it and leaves it, and
+/// the flow-control packets the same port then sends) shares the first cache line: unaligned,
+/// the 48-byte gauge of half the ports spanned two lines, and at k=32 each update missed on
+/// both.
 #[derive(Clone, Debug, Default)]
+#[repr(C, align(64))]
 pub struct IbPortStats {
+    /// Bytes in this port's input (receive) buffers, all VLs, over time.
+    pub input_buffer_bytes: TimeWeightedGauge,
     /// Flow-control packets sent.
     pub fc_packets_tx: u64,
     /// Packets dropped at this output port by HOQLife.
     pub hoq_drops: u64,
     /// Packets that left this port with FECN set.
     pub fecn_marked: u64,
-    /// Bytes in this port's input (receive) buffers, all VLs, over time.
-    pub input_buffer_bytes: TimeWeightedGauge,
 }
 
 /// Whole-fabric InfiniBand counters.
@@ -267,16 +340,9 @@ pub struct IbState {
     pub cfg: IbConfig,
     nv: usize,
     // Sender side of every egress port-VL.
-    fctbs: Vec<u64>,
-    fccl: Vec<u64>,
+    tx: Vec<TxLane>,
     /// Input ports whose head packet waits for this output VL, in arrival order.
     requests: Vec<VecDeque<u32>>,
-    /// Bytes in input buffers of this switch routed to this output VL (its "queue").
-    out_bytes: Vec<u64>,
-    /// Credit stalls of every egress port-VL (one record: a departure reads whether one is
-    /// open, and closing one touches all of it).
-    stalls: Vec<StallRec>,
-    mark: Vec<MarkCounter>,
     // Receiver side of every ingress port-VL (a port id is also its node's ingress for the
     // reverse direction of the same link).
     inq: Vec<VecDeque<u32>>,
@@ -300,21 +366,12 @@ pub struct IbState {
     xbar_waiting: Vec<Waiting>,
     /// Per port: the credits its receiver advertises at link-up (its buffer per VL).
     rx_init: Vec<u64>,
-    free_blocks: Vec<u32>,
-    /// Shared-pool blocks lent to each ingress port-VL (part of its `free_blocks` promise).
-    pool_lent: Vec<u32>,
+    /// The receiver's records of every ingress port-VL.
+    rx: Vec<RxLane>,
     /// Shared-pool blocks of each ingress port not lent to any VL.
     pool_free: Vec<u32>,
-    abr: Vec<u64>,
-    head_deadline: Vec<SimTime>,
     /// Per output port-VL of a `voq` node: when its oldest packet's HOQLife runs out.
     voq_deadline: Vec<SimTime>,
-    fc_state: Vec<FcState>,
-    fc_last_sent: Vec<SimTime>,
-    /// When a `Deferred` update is due (the policy's `Update::At`).
-    fc_due: Vec<SimTime>,
-    /// The FCCL the lane last advertised (at link-up: its buffer, capped at the window).
-    fc_last_fccl: Vec<u64>,
     // Per port.
     arb: Vec<VlArbiter>,
     /// VLs whose flow-control packet is queued on this port's transmitter.
@@ -322,7 +379,6 @@ pub struct IbState {
     /// The input buffer (port, vl, blocks) the packet now on this output came from.
     tx_release: Vec<Option<(u32, u8, u32)>>,
     timer_at: Vec<SimTime>,
-    in_blocks: Vec<u64>,
     pub port_stats: Vec<IbPortStats>,
     /// Per host and VL (`host * nv + vl`, [`IbState::hf`]): the flows with data to send,
     /// served round-robin. One array, so the prefetch pipeline reaches a queue in one step.
@@ -365,10 +421,9 @@ impl IbState {
     ) -> IbState {
         let n = peer_is_host.len();
         let nv = cfg.n_vls as usize;
-        let mut fccl = Vec::with_capacity(n * nv);
-        let mut free_blocks = Vec::with_capacity(n * nv);
+        let mut tx = Vec::with_capacity(n * nv);
+        let mut lanes = Vec::with_capacity(n * nv);
         let mut rx_init = Vec::with_capacity(n);
-        let mut fc_last_fccl = Vec::with_capacity(n * nv);
         // Internal links (a GPU to its hub, the NVLS endpoint) are not a modelled bottleneck:
         // both ends get the largest credit window (clamped to u32).
         let window = cfg.max_credit_window.min(u32::MAX as u64) as u32;
@@ -391,9 +446,8 @@ impl IbState {
             let advertised = (rx as u64).min(cfg.max_credit_window);
             rx_init.push(advertised);
             for _ in 0..nv {
-                fccl.push(advertised);
-                free_blocks.push(own);
-                fc_last_fccl.push((own as u64).min(cfg.max_credit_window));
+                tx.push(TxLane::new(advertised));
+                lanes.push(RxLane::new(own, cfg.max_credit_window));
             }
         }
         let hoq_class = (0..n)
@@ -410,12 +464,8 @@ impl IbState {
         let hoq_lives = [None, hoq_life(cfg.hoq_life_leaf), hoq_life(cfg.hoq_life_switch)];
         IbState {
             nv,
-            fctbs: vec![0; n * nv],
-            fccl,
+            tx,
             requests: vec![VecDeque::new(); n * nv],
-            out_bytes: vec![0; n * nv],
-            stalls: vec![StallRec::default(); n * nv],
-            mark: vec![MarkCounter::default(); n * nv],
             inq: vec![VecDeque::new(); n * nv],
             voq: vec![VecDeque::new(); n * nv],
             voq_port,
@@ -425,24 +475,16 @@ impl IbState {
             xbar: AnyArbiter::new(xbar, n),
             xbar_waiting: Vec::new(),
             rx_init,
-            free_blocks,
-            pool_lent: vec![0; n * nv],
+            rx: lanes,
             pool_free: own_is_host
                 .iter()
                 .map(|&host| if host { 0 } else { cfg.shared_pool_blocks })
                 .collect(),
-            abr: vec![0; n * nv],
-            head_deadline: vec![SimTime::MAX; n * nv],
             voq_deadline: vec![SimTime::MAX; n * nv],
-            fc_state: vec![FcState::Idle; n * nv],
-            fc_last_sent: vec![SimTime::ZERO; n * nv],
-            fc_due: vec![SimTime::MAX; n * nv],
-            fc_last_fccl,
             arb: vec![VlArbiter::default(); n],
             ctrl: vec![VlFifo::default(); n],
             tx_release: vec![None; n],
             timer_at: vec![SimTime::MAX; n],
-            in_blocks: vec![0; n],
             port_stats: vec![IbPortStats::default(); n],
             host_flows: vec![VecDeque::new(); nv * n_hosts],
             cnp_queue: vec![VecDeque::new(); n_hosts],
@@ -485,13 +527,13 @@ impl IbState {
     #[inline]
     fn avail(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        (self.fccl[i] - self.fctbs[i]).min(self.cfg.max_credit_window)
+        (self.tx[i].fccl - self.tx[i].fctbs).min(self.cfg.max_credit_window)
     }
 
     /// Credit-stall time of port `p` on `vl` up to `now` (open stalls counted to `now`).
     pub fn credit_stall(&self, p: u32, vl: u8, now: SimTime) -> Duration {
         let i = self.ix(p, vl);
-        let st = &self.stalls[i];
+        let st = &self.tx[i].stall;
         let open = if st.since == SimTime::MAX {
             0
         } else {
@@ -507,7 +549,7 @@ impl IbState {
 
     /// A credit stall of (`p`, `vl`) is open.
     fn stall_open(&self, p: u32, vl: u8) -> bool {
-        self.stalls[self.ix(p, vl)].since != SimTime::MAX
+        self.tx[self.ix(p, vl)].stall.since != SimTime::MAX
     }
 
     /// Port `p`'s timer is armed for `now`.
@@ -524,7 +566,7 @@ impl IbState {
         let need = headroom_blocks + resume_blocks + 2 * frame_blocks;
         for vl in 0..self.nv as u8 {
             let i = self.ix(x, vl);
-            self.free_blocks[i] = self.free_blocks[i].max(need);
+            self.rx[i].free_blocks = self.rx[i].free_blocks.max(need);
         }
         self.pfc_free_blocks[x as usize] = (headroom_blocks, headroom_blocks + resume_blocks);
     }
@@ -538,7 +580,7 @@ impl IbState {
 
     /// Since when output (`p`, `vl`) has been waiting for credits (`None`: not stalled).
     pub fn credit_stall_since(&self, p: u32, vl: u8) -> Option<SimTime> {
-        let t = self.stalls[self.ix(p, vl)].since;
+        let t = self.tx[self.ix(p, vl)].stall.since;
         (t != SimTime::MAX).then_some(t)
     }
 
@@ -556,7 +598,7 @@ impl IbState {
     /// longest stall first. A port that shows up only on the right is a root of congestion.
     pub fn congestion_edges(&self) -> Vec<(u32, u32, u64)> {
         let mut edges = self.stall_edges.clone();
-        for (i, st) in self.stalls.iter().enumerate() {
+        for (i, st) in self.tx.iter().map(|l| &l.stall).enumerate() {
             if st.edge_cause != NO_EDGE {
                 *edges.entry(((i / self.nv) as u32, st.edge_cause)).or_insert(0) += st.edge_ps;
             }
@@ -568,7 +610,7 @@ impl IbState {
 
     fn stall_begin(&mut self, p: u32, vl: u8, now: SimTime, cause: u32) {
         let i = self.ix(p, vl);
-        let st = &mut self.stalls[i];
+        let st = &mut self.tx[i].stall;
         if st.since == SimTime::MAX {
             st.since = now;
             st.cause = cause;
@@ -579,7 +621,7 @@ impl IbState {
     #[inline]
     fn stall_end(&mut self, p: u32, vl: u8, now: SimTime) -> bool {
         let i = self.ix(p, vl);
-        let since = self.stalls[i].since;
+        let since = self.tx[i].stall.since;
         if since == SimTime::MAX {
             return false;
         }
@@ -590,7 +632,7 @@ impl IbState {
     /// Adds the stall of lane `i` (of port `p`) open since `since` to its totals.
     fn close_stall(&mut self, p: u32, i: usize, since: SimTime, now: SimTime) {
         let d = now.ps() - since.ps();
-        let st = &mut self.stalls[i];
+        let st = &mut self.tx[i].stall;
         st.total_ps += d;
         st.since = SimTime::MAX;
         if st.edge_cause != st.cause {
@@ -657,7 +699,7 @@ impl Fabric {
             loop {
                 let ib = self.ibr();
                 let i = ib.ix(x, vl);
-                if ib.inq[i].is_empty() || ib.head_deadline[i] > now {
+                if ib.inq[i].is_empty() || ib.rx[i].head_deadline > now {
                     break;
                 }
                 self.ib_drop_head(s, x, vl);
@@ -672,9 +714,9 @@ impl Fabric {
             }
             let ib = self.ibr();
             let i = ib.ix(x, vl);
-            if ib.fc_state[i] == FcState::Deferred && ib.fc_due[i] <= now {
+            if ib.rx[i].fc_state == FcState::Deferred && ib.rx[i].fc_due <= now {
                 let ib = self.ibs();
-                ib.fc_state[i] = FcState::Queued;
+                ib.rx[i].fc_state = FcState::Queued;
                 ib.ctrl[x as usize].push_back(vl);
                 self.kick(s, x);
             }
@@ -684,13 +726,13 @@ impl Fabric {
         for vl in 0..nv {
             let i = ib.ix(x, vl);
             if !ib.inq[i].is_empty() {
-                next = next.min(ib.head_deadline[i]);
+                next = next.min(ib.rx[i].head_deadline);
             }
             if !ib.voq[i].is_empty() {
                 next = next.min(ib.voq_deadline[i]);
             }
-            if ib.fc_state[i] == FcState::Deferred {
-                next = next.min(ib.fc_due[i]);
+            if ib.rx[i].fc_state == FcState::Deferred {
+                next = next.min(ib.rx[i].fc_due);
             }
         }
         if next != SimTime::MAX {
@@ -720,7 +762,7 @@ impl Fabric {
             self.route_ib(s, node, id)
         };
         let fc = self.link_fc[x as usize];
-        if fc == LinkFc::None && self.ibr().free_blocks[self.ibr().ix(x, vl)] < b {
+        if fc == LinkFc::None && self.ibr().rx[self.ibr().ix(x, vl)].free_blocks < b {
             // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender
             // back, so a full buffer drops (tail drop, counted at the port it arrived on).
             self.drop_packet(x, id);
@@ -729,18 +771,18 @@ impl Fabric {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(
-            ib.free_blocks[i] >= b,
+            ib.rx[i].free_blocks >= b,
             "InfiniBand credit violation: {b} blocks arrived at port {x} VL {vl} with {} free (losslessness broken)",
-            ib.free_blocks[i]
+            ib.rx[i].free_blocks
         );
-        ib.free_blocks[i] -= b;
-        ib.abr[i] += b as u64;
-        ib.in_blocks[x as usize] += b as u64;
-        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
-        ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+        ib.rx[i].free_blocks -= b;
+        ib.rx[i].abr += b as u64;
+        let gauge = &mut ib.port_stats[x as usize].input_buffer_bytes;
+        let bytes = gauge.value() + b as u64 * ib.cfg.credit_unit_bytes as u64;
+        gauge.set(now, bytes);
         ib.occupancy_on_arrival.saturating_record(bytes);
         let o = ib.ix(out, vl);
-        ib.out_bytes[o] += pkt.wire_bytes as u64;
+        ib.tx[o].out_bytes += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
         let voq = ib.voq_port[out as usize];
         let was_empty = ib.inq[i].is_empty();
@@ -806,14 +848,14 @@ impl IbState {
     #[inline]
     pub(super) fn out_bytes_total(&self, p: u32) -> u64 {
         let first = p as usize * self.nv;
-        self.out_bytes[first..first + self.nv].iter().sum()
+        self.tx[first..first + self.nv].iter().map(|l| l.out_bytes).sum()
     }
 
     /// Load of output `p` for adaptive routing on `vl`: bytes waiting for it plus bytes sent
     /// on it whose credits have not come back.
     pub(super) fn adaptive_load(&self, p: u32, vl: u8) -> u64 {
         let i = self.ix(p, vl);
-        let outstanding = self.rx_init[p as usize].saturating_sub(self.fccl[i] - self.fctbs[i]);
+        let outstanding = self.rx_init[p as usize].saturating_sub(self.tx[i].fccl - self.tx[i].fctbs);
         self.out_bytes_total(p) + outstanding * self.cfg.credit_unit_bytes as u64
     }
 }

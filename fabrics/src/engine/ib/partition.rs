@@ -136,7 +136,7 @@ impl IbState {
     /// waited for. An open stall takes it as its cause; a closed one adds its time to the edge.
     pub(in crate::engine) fn resolve_cause(&mut self, p: u32, vl: u8, token: u32, cause: u32) -> bool {
         let i = self.ix(p, vl);
-        let st = &mut self.stalls[i];
+        let st = &mut self.tx[i].stall;
         if st.since != SimTime::MAX && st.cause == token {
             // Still open (a closed one keeps its last cause until the next opens).
             st.cause = cause;
@@ -166,12 +166,8 @@ impl IbState {
         for (p, _) in theirs_port.iter().enumerate().filter(|(_, t)| **t) {
             for i in p * nv..(p + 1) * nv {
                 // The sending side of the port's lanes.
-                self.fctbs[i] = o.fctbs[i];
-                self.fccl[i] = o.fccl[i];
+                self.tx[i] = o.tx[i];
                 std::mem::swap(&mut self.requests[i], &mut o.requests[i]);
-                self.out_bytes[i] = o.out_bytes[i];
-                self.stalls[i] = o.stalls[i];
-                self.mark[i] = o.mark[i];
                 // The receiving side, and a crossbar output's queue.
                 self.inq[i] = o.inq[i].iter().map(|&id| rehome(id)).collect();
                 self.voq[i] = o.voq[i]
@@ -182,15 +178,8 @@ impl IbState {
                     })
                     .collect();
                 self.voq_cause[i] = o.voq_cause[i];
-                self.free_blocks[i] = o.free_blocks[i];
-                self.pool_lent[i] = o.pool_lent[i];
-                self.abr[i] = o.abr[i];
-                self.head_deadline[i] = o.head_deadline[i];
+                self.rx[i] = o.rx[i];
                 self.voq_deadline[i] = o.voq_deadline[i];
-                self.fc_state[i] = o.fc_state[i];
-                self.fc_last_sent[i] = o.fc_last_sent[i];
-                self.fc_due[i] = o.fc_due[i];
-                self.fc_last_fccl[i] = o.fc_last_fccl[i];
             }
             self.xbar_free_at[p] = o.xbar_free_at[p];
             self.pool_free[p] = o.pool_free[p];
@@ -198,7 +187,6 @@ impl IbState {
             self.ctrl[p] = o.ctrl[p];
             self.tx_release[p] = o.tx_release[p];
             self.timer_at[p] = o.timer_at[p];
-            self.in_blocks[p] = o.in_blocks[p];
             std::mem::swap(&mut self.port_stats[p], &mut o.port_stats[p]);
         }
         self.xbar.absorb(&o.xbar, theirs_port);

@@ -55,8 +55,7 @@ impl Fabric {
                 }
                 prefetch_at(&ib.ctrl, p as usize);
                 prefetch_at(&ib.arb, p as usize);
-                prefetch_at(&ib.fccl, ib.ix(p, 0));
-                prefetch_at(&ib.fctbs, ib.ix(p, 0));
+                prefetch_at(&ib.tx, ib.ix(p, 0));
                 for q in queues {
                     if let Some(slot) = q.front() {
                         prefetch(slot);
@@ -97,9 +96,7 @@ impl IbState {
                 } else {
                     prefetch_at(&self.requests, o);
                 }
-                prefetch_at(&self.fccl, o);
-                prefetch_at(&self.fctbs, o);
-                prefetch_at(&self.out_bytes, o);
+                prefetch_at(&self.tx, o);
             }
             1 => {
                 if let Some(&Some((x, vl, _))) = self.tx_release.get(pu) {
@@ -145,9 +142,7 @@ impl IbState {
         if self.voq_port.get(out as usize).copied().unwrap_or(false) {
             prefetch_at(&self.voq, o);
         }
-        prefetch_at(&self.out_bytes, o);
-        prefetch_at(&self.fccl, o);
-        prefetch_at(&self.stalls, o);
+        prefetch_at(&self.tx, o);
         prefetch_at(&self.arb, out as usize);
     }
 
@@ -156,14 +151,8 @@ impl IbState {
     #[inline]
     fn prefetch_input_lane(&self, x: u32, vl: u8) {
         let i = self.ix(x, vl);
-        prefetch_at(&self.free_blocks, i);
-        prefetch_at(&self.pool_lent, i);
-        prefetch_at(&self.abr, i);
-        prefetch_at(&self.fc_state, i);
-        prefetch_at(&self.fc_last_sent, i);
-        prefetch_at(&self.fc_last_fccl, i);
+        prefetch_at(&self.rx, i);
         prefetch_at(&self.inq, i);
-        prefetch_at(&self.in_blocks, x as usize);
         if let Some(stats) = self.port_stats.get(x as usize) {
             prefetch(&stats.input_buffer_bytes);
         }

@@ -60,7 +60,7 @@ impl Fabric {
         let pkt = *self.packets.get(id);
         let ib = self.ibs();
         let o = ib.ix(out, vl);
-        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.tx[o].out_bytes -= pkt.wire_bytes as u64;
         ib.port_stats[out as usize].hoq_drops += 1;
         ib.totals.hoq_drops += 1;
         let b = self.pkt_blocks_on(x, id);
@@ -83,15 +83,15 @@ impl Fabric {
     pub(in crate::engine) fn ib_free_input(&mut self, now: SimTime, x: u32, vl: u8, b: u32) {
         let ib = self.ibs();
         let i = ib.ix(x, vl);
-        ib.free_blocks[i] += b;
+        ib.rx[i].free_blocks += b;
         // Lent pool blocks go back first: the space is not re-advertised to this VL.
-        let back = ib.pool_lent[i].min(b);
-        ib.pool_lent[i] -= back;
-        ib.free_blocks[i] -= back;
+        let back = ib.rx[i].pool_lent.min(b);
+        ib.rx[i].pool_lent -= back;
+        ib.rx[i].free_blocks -= back;
         ib.pool_free[x as usize] += back;
-        ib.in_blocks[x as usize] -= b as u64;
-        let bytes = ib.in_blocks[x as usize] * ib.cfg.credit_unit_bytes as u64;
-        ib.port_stats[x as usize].input_buffer_bytes.set(now, bytes);
+        let gauge = &mut ib.port_stats[x as usize].input_buffer_bytes;
+        let bytes = gauge.value() - b as u64 * ib.cfg.credit_unit_bytes as u64;
+        gauge.set(now, bytes);
     }
 
     /// The packet now at the head of input (`x`, `vl`), if any, requests its output.
@@ -108,7 +108,7 @@ impl Fabric {
             Some(life) => now + life,
             None => SimTime::MAX,
         };
-        ib.head_deadline[i] = deadline;
+        ib.rx[i].head_deadline = deadline;
         if deadline != SimTime::MAX {
             self.ib_arm_timer(s, x, deadline);
         }
@@ -255,9 +255,9 @@ impl Fabric {
         let ib = self.ibs();
         ib.arb[p as usize].charge(b, low_waiting);
         if fc == LinkFc::Credit {
-            ib.fctbs[o] += b as u64;
+            ib.tx[o].fctbs += b as u64;
         }
-        ib.out_bytes[o] -= pkt.wire_bytes as u64;
+        ib.tx[o].out_bytes -= pkt.wire_bytes as u64;
         // A victim of congestion further down: it had to wait for credits for this packet,
         // or what is left would not cover another full packet.
         let was_victim = ib.stall_end(p, vl, now) || ib.avail(p, vl) < b as u64;
@@ -269,10 +269,10 @@ impl Fabric {
             && let Some(th) = cc
                 .switch
                 .threshold_bytes(ib.cfg.vl_buffer_blocks as u64 * ib.cfg.credit_unit_bytes as u64)
-            && ib.out_bytes[o] >= th
+            && ib.tx[o].out_bytes >= th
         {
             let rate = cc.switch.marking_rate;
-            if ib.mark[o].eligible(rate) {
+            if ib.tx[o].mark.eligible(rate) {
                 fecn = true;
                 ib.port_stats[p as usize].fecn_marked += 1;
                 ib.totals.fecn_marked += 1;
