@@ -785,7 +785,8 @@ impl Fabric {
         ib.tx[o].out_bytes += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
         let voq = ib.voq_port[out as usize];
-        let was_empty = ib.inq[i].is_empty();
+        // (A crossbar node's input FIFOs stay empty: its packets wait in the output's queue.)
+        let was_empty = !voq && ib.inq[i].is_empty();
         let voq_len_before = if voq { ib.voq[o].len() } else { 0 };
         let voq_was_empty = voq && voq_len_before == 0;
         if voq {

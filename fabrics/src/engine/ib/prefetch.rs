@@ -54,6 +54,9 @@ impl Fabric {
                     prefetch(&port.busy_until);
                 }
                 prefetch_at(&ib.ctrl, p as usize);
+                // The flow-control packets on their way to the HCA's port (taken in when it
+                // looks).
+                prefetch_at(&self.ctrl_links, p as usize);
                 prefetch_at(&ib.arb, p as usize);
                 prefetch_at(&ib.tx, ib.ix(p, 0));
                 for q in queues {
@@ -63,6 +66,9 @@ impl Fabric {
                 }
             }
             _ => {
+                if let Some(slot) = self.ctrl_links.get(nic.port as usize).and_then(|l| l.pipe.head()) {
+                    prefetch(slot);
+                }
                 for &f in queues.iter().filter_map(|q| q.front()) {
                     prefetch_at(&self.flow_state, f as usize);
                     prefetch_at(&self.flows, f as usize);
@@ -152,7 +158,12 @@ impl IbState {
     fn prefetch_input_lane(&self, x: u32, vl: u8) {
         let i = self.ix(x, vl);
         prefetch_at(&self.rx, i);
-        prefetch_at(&self.inq, i);
+        // A crossbar node's input FIFOs stay empty; its lanes keep a majority vote instead.
+        if self.voq_port.get(x as usize).copied().unwrap_or(false) {
+            prefetch_at(&self.voq_cause, i);
+        } else {
+            prefetch_at(&self.inq, i);
+        }
         if let Some(stats) = self.port_stats.get(x as usize) {
             prefetch(&stats.input_buffer_bytes);
         }
