@@ -75,14 +75,16 @@ impl VlArbConfig {
     }
 }
 
-/// Weighted round-robin state of one table.
+/// Weighted round-robin state of one table (12 bytes: an arbiter shares its port's cache
+/// line with the port's other departure state, `engine/ib/`).
 #[derive(Clone, Debug, Default)]
 struct TableState {
     /// Whether `ptr`'s weight was loaded (the first pick starts at entry 0).
     loaded: bool,
-    ptr: usize,
-    /// Weight (64-B blocks) left for the entry at `ptr`; `<= 0` means "move on".
-    left: i64,
+    ptr: u32,
+    /// Weight (64-B blocks) left for the entry at `ptr`; `<= 0` means "move on" (only its
+    /// sign is read, so a charge saturates).
+    left: i32,
 }
 
 impl TableState {
@@ -92,18 +94,18 @@ impl TableState {
         if table.is_empty() {
             return None;
         }
-        let cur = table[self.ptr];
+        let cur = table[self.ptr as usize];
         if self.loaded && self.left > 0 && cur.weight > 0 && ready(cur.vl) {
             return Some(cur.vl);
         }
         let first = if self.loaded { 1 } else { 0 };
         self.loaded = true;
         for step in first..first + table.len() {
-            let i = (self.ptr + step) % table.len();
+            let i = (self.ptr as usize + step) % table.len();
             let e = table[i];
             if e.weight > 0 && ready(e.vl) {
-                self.ptr = i;
-                self.left = e.weight as i64;
+                self.ptr = i as u32;
+                self.left = e.weight as i32;
                 return Some(e.vl);
             }
         }
@@ -120,8 +122,9 @@ impl TableState {
 pub struct VlArbiter {
     high: TableState,
     low: TableState,
-    /// High-priority blocks sent while a low-priority packet was ready.
-    high_blocks_while_low_waited: u64,
+    /// High-priority blocks sent while a low-priority packet was ready (saturating: it is
+    /// compared with a limit of at most 255 x 64 blocks).
+    high_blocks_while_low_waited: u32,
     /// Which table the last pick came from (`true` = high).
     last_high: bool,
 }
@@ -134,7 +137,7 @@ impl VlArbiter {
         let high_ready = TableState::eligible(&cfg.high, &ready);
         let high_allowed = !low_ready
             || cfg.high_limit == HIGH_LIMIT_UNLIMITED
-            || self.high_blocks_while_low_waited < Self::limit_blocks(cfg.high_limit).max(1);
+            || (self.high_blocks_while_low_waited as u64) < Self::limit_blocks(cfg.high_limit).max(1);
         if high_ready && high_allowed {
             self.last_high = true;
             if let Some(vl) = self.high.pick(&cfg.high, &ready) {
@@ -151,13 +154,14 @@ impl VlArbiter {
     /// Records that a packet of `blocks` was sent on the VL the last [`VlArbiter::pick`]
     /// returned; `low_waiting` says whether a low-priority packet was ready at that time.
     pub fn charge(&mut self, blocks: u32, low_waiting: bool) {
+        let charge = blocks.min(i32::MAX as u32) as i32;
         if self.last_high {
-            self.high.left -= blocks as i64;
+            self.high.left = self.high.left.saturating_sub(charge);
             if low_waiting {
-                self.high_blocks_while_low_waited += blocks as u64;
+                self.high_blocks_while_low_waited = self.high_blocks_while_low_waited.saturating_add(blocks);
             }
         } else {
-            self.low.left -= blocks as i64;
+            self.low.left = self.low.left.saturating_sub(charge);
             self.high_blocks_while_low_waited = 0;
         }
     }

@@ -39,7 +39,7 @@ impl Fabric {
         s: &mut Scheduler<Ev, Q>,
         p: u32,
     ) -> Option<SimTime> {
-        let vl = self.ibs().ctrl[p as usize].pop_front()?;
+        let vl = self.ibs().out[p as usize].ctrl.pop_front()?;
         Some(self.ib_send_fc(s, p, vl))
     }
 
@@ -119,7 +119,7 @@ impl Fabric {
             return;
         }
         ib.rx[i].fc_state = FcState::Queued;
-        ib.ctrl[x as usize].push_back(vl);
+        ib.out[x as usize].ctrl.push_back(vl);
         self.kick(s, x);
     }
 

@@ -104,7 +104,7 @@ impl Fabric {
             return;
         };
         self.ib_device_looks(s, p);
-        if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
+        if let Some(vl) = self.ibs().out[p as usize].ctrl.pop_front() {
             let done = self.ib_send_fc(s, p, vl);
             // Woken at its end only if something else waits (a later send while the port is
             // busy arms the wake itself, `nic_idle_port`).
@@ -174,13 +174,16 @@ impl Fabric {
         let ib = self.ibs();
         let is_ready = |vl: u8| ready & (1 << vl) != 0;
         let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, is_ready);
-        let vl = ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready).expect("a ready VL");
+        let vl = ib.out[p as usize]
+            .arb
+            .pick(&ib.cfg.vlarb, is_ready)
+            .expect("a ready VL");
         let q = ib.hf(h, vl);
         let f = ib.host_flows[q].pop_front().expect("candidate flow");
         let id = self.cut_packet(now, f, vl);
         let b = self.pkt_blocks_on(p, id);
         let ib = self.ibs();
-        ib.arb[p as usize].charge(b, low_waiting);
+        ib.out[p as usize].arb.charge(b, low_waiting);
         let o = ib.ix(p, vl);
         ib.tx[o].fctbs += b as u64;
         if self.flow_state[f as usize].unsent_bytes > 0 {
@@ -206,6 +209,6 @@ impl Fabric {
         let ib = self.ibr();
         ib.host_queues(h).iter().any(|q| !q.is_empty())
             || !ib.cnp_queue[h as usize].is_empty()
-            || !ib.ctrl[p as usize].is_empty()
+            || !ib.out[p as usize].ctrl.is_empty()
     }
 }

@@ -152,6 +152,33 @@ impl TxLane {
     }
 }
 
+/// What a departure from one port reads and writes: its VL arbiter, the flow-control packets
+/// queued on its transmitter, where the packet it is sending came from, and its timer (a
+/// crossbar output arms it for every new head's HOQLife). One cache line, for the reason of
+/// [`RxLane`].
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
+struct IbOut {
+    arb: VlArbiter,
+    /// VLs whose flow-control packet is queued on this port's transmitter.
+    ctrl: VlFifo,
+    /// The input buffer (port, vl, blocks) the packet now on this output came from.
+    tx_release: Option<(u32, u8, u32)>,
+    /// When the port's timer (`Ev::PortTimer`) is armed for (`SimTime::MAX`: not armed).
+    timer_at: SimTime,
+}
+
+impl Default for IbOut {
+    fn default() -> Self {
+        IbOut {
+            arb: VlArbiter::default(),
+            ctrl: VlFifo::default(),
+            tx_release: None,
+            timer_at: SimTime::MAX,
+        }
+    }
+}
+
 /// The receiver's records of one ingress port-VL (a lane): its buffer, the credits it has
 /// advertised and when it next sends a flow-control packet, its head's HOQLife deadline. One
 /// cache line: a packet joining or leaving the lane and the update after read most of them,
@@ -373,12 +400,8 @@ pub struct IbState {
     /// Per output port-VL of a `voq` node: when its oldest packet's HOQLife runs out.
     voq_deadline: Vec<SimTime>,
     // Per port.
-    arb: Vec<VlArbiter>,
-    /// VLs whose flow-control packet is queued on this port's transmitter.
-    ctrl: Vec<VlFifo>,
-    /// The input buffer (port, vl, blocks) the packet now on this output came from.
-    tx_release: Vec<Option<(u32, u8, u32)>>,
-    timer_at: Vec<SimTime>,
+    /// What a departure from the port reads and writes (one line each).
+    out: Vec<IbOut>,
     pub port_stats: Vec<IbPortStats>,
     /// Per host and VL (`host * nv + vl`, [`IbState::hf`]): the flows with data to send,
     /// served round-robin. One array, so the prefetch pipeline reaches a queue in one step.
@@ -481,10 +504,7 @@ impl IbState {
                 .map(|&host| if host { 0 } else { cfg.shared_pool_blocks })
                 .collect(),
             voq_deadline: vec![SimTime::MAX; n * nv],
-            arb: vec![VlArbiter::default(); n],
-            ctrl: vec![VlFifo::default(); n],
-            tx_release: vec![None; n],
-            timer_at: vec![SimTime::MAX; n],
+            out: vec![IbOut::default(); n],
             port_stats: vec![IbPortStats::default(); n],
             host_flows: vec![VecDeque::new(); nv * n_hosts],
             cnp_queue: vec![VecDeque::new(); n_hosts],
@@ -554,7 +574,7 @@ impl IbState {
 
     /// Port `p`'s timer is armed for `now`.
     pub(super) fn timer_due(&self, p: u32, now: SimTime) -> bool {
-        self.timer_at[p as usize] == now
+        self.out[p as usize].timer_at == now
     }
 
     /// Ingress port `x` is on a PFC link (a NIC's network side): no credits go back; its
@@ -678,10 +698,10 @@ impl Fabric {
     /// Makes sure port `x`'s timer fires at `at` or earlier.
     fn ib_arm_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, at: SimTime) {
         let ib = self.ibs();
-        if ib.timer_at[x as usize] <= at {
+        if ib.out[x as usize].timer_at <= at {
             return;
         }
-        ib.timer_at[x as usize] = at;
+        ib.out[x as usize].timer_at = at;
         let o = self.timer_origin(x);
         s.schedule(at, o, Ev::PortTimer(x));
     }
@@ -690,10 +710,10 @@ impl Fabric {
     /// updates, re-arms for the next deadline.
     pub(super) fn ib_on_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32) {
         let now = s.now();
-        if self.ibr().timer_at[x as usize] != now {
+        if self.ibr().out[x as usize].timer_at != now {
             return; // superseded by an earlier arming
         }
-        self.ibs().timer_at[x as usize] = SimTime::MAX;
+        self.ibs().out[x as usize].timer_at = SimTime::MAX;
         let nv = self.ibr().nv as u8;
         for vl in 0..nv {
             loop {
@@ -717,7 +737,7 @@ impl Fabric {
             if ib.rx[i].fc_state == FcState::Deferred && ib.rx[i].fc_due <= now {
                 let ib = self.ibs();
                 ib.rx[i].fc_state = FcState::Queued;
-                ib.ctrl[x as usize].push_back(vl);
+                ib.out[x as usize].ctrl.push_back(vl);
                 self.kick(s, x);
             }
         }
@@ -877,6 +897,16 @@ impl IbState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn per_lane_and_per_port_records_are_one_cache_line_each() {
+        assert_eq!(std::mem::size_of::<RxLane>(), 64);
+        assert_eq!(std::mem::size_of::<TxLane>(), 64);
+        assert_eq!(std::mem::size_of::<IbOut>(), 64);
+        // The input-buffer gauge and the flow-control counter share the stats' first line.
+        assert_eq!(std::mem::align_of::<IbPortStats>(), 64);
+        assert!(std::mem::offset_of!(IbPortStats, fc_packets_tx) + 8 <= 64);
+    }
 
     #[test]
     fn vl_fifo_keeps_the_order_of_up_to_fifteen_vls() {

@@ -183,10 +183,7 @@ impl IbState {
             }
             self.xbar_free_at[p] = o.xbar_free_at[p];
             self.pool_free[p] = o.pool_free[p];
-            self.arb[p] = o.arb[p].clone();
-            self.ctrl[p] = o.ctrl[p];
-            self.tx_release[p] = o.tx_release[p];
-            self.timer_at[p] = o.timer_at[p];
+            self.out[p] = o.out[p].clone();
             std::mem::swap(&mut self.port_stats[p], &mut o.port_stats[p]);
         }
         self.xbar.absorb(&o.xbar, theirs_port);

@@ -53,11 +53,10 @@ impl Fabric {
                 if let Some(port) = self.ports.get(p as usize) {
                     prefetch(&port.busy_until);
                 }
-                prefetch_at(&ib.ctrl, p as usize);
+                prefetch_at(&ib.out, p as usize);
                 // The flow-control packets on their way to the HCA's port (taken in when it
                 // looks).
                 prefetch_at(&self.ctrl_links, p as usize);
-                prefetch_at(&ib.arb, p as usize);
                 prefetch_at(&ib.tx, ib.ix(p, 0));
                 for q in queues {
                     if let Some(slot) = q.front() {
@@ -92,9 +91,7 @@ impl IbState {
         let voq = self.voq_port.get(pu).copied().unwrap_or(false);
         match stage {
             2 => {
-                prefetch_at(&self.tx_release, pu);
-                prefetch_at(&self.arb, pu);
-                prefetch_at(&self.ctrl, pu);
+                prefetch_at(&self.out, pu);
                 // The flow-control packets on their way to `p` (taken in when it looks).
                 prefetch_at(&f.ctrl_links, pu);
                 if voq {
@@ -105,7 +102,7 @@ impl IbState {
                 prefetch_at(&self.tx, o);
             }
             1 => {
-                if let Some(&Some((x, vl, _))) = self.tx_release.get(pu) {
+                if let Some(&Some((x, vl, _))) = self.out.get(pu).map(|o| &o.tx_release) {
                     self.prefetch_input_lane(x, vl);
                     if let Some(port) = f.ports.get(x as usize) {
                         // The flow-control packet advertising the freed space goes on `x`:
@@ -122,7 +119,7 @@ impl IbState {
                 if let Some(slot) = f.ctrl_links.get(pu).and_then(|l| l.pipe.head()) {
                     prefetch(slot);
                 }
-                if let Some(&Some((x, _, _))) = self.tx_release.get(pu)
+                if let Some(&Some((x, _, _))) = self.out.get(pu).map(|o| &o.tx_release)
                     && let Some(port) = f.ports.get(x as usize)
                 {
                     prefetch_at(&f.ctrl_links, port.peer_port as usize);
@@ -149,7 +146,7 @@ impl IbState {
             prefetch_at(&self.voq, o);
         }
         prefetch_at(&self.tx, o);
-        prefetch_at(&self.arb, out as usize);
+        prefetch_at(&self.out, out as usize);
     }
 
     /// The receive-side records of input lane (`x`, `vl`): what a packet joining it or

@@ -138,7 +138,7 @@ impl Fabric {
         }
         self.ib_device_looks(s, p);
         let fc = self.link_fc[p as usize];
-        if let Some(vl) = self.ibs().ctrl[p as usize].pop_front() {
+        if let Some(vl) = self.ibs().out[p as usize].ctrl.pop_front() {
             let done = self.ib_send_fc(s, p, vl);
             // A 6-byte packet's end matters only if something else waits for the port (its
             // `TxDone` would find nothing); otherwise the first kick before its end (a packet,
@@ -147,7 +147,7 @@ impl Fabric {
             let ib = self.ibr();
             // (Not a packet of no wire time: a `TxDone` left out must have been scheduled
             // before its time for `Scheduler::precedes_current` to place it.)
-            if fc != LinkFc::Credit || done == now || !ib.ctrl[p as usize].is_empty() || ib.out_bytes_total(p) > 0 {
+            if fc != LinkFc::Credit || done == now || !ib.out[p as usize].ctrl.is_empty() || ib.out_bytes_total(p) > 0 {
                 self.ib_arm_txdone(s, p, done);
             } else {
                 self.ports[p as usize].txdone_deferred = true;
@@ -207,7 +207,7 @@ impl Fabric {
         let picked = if ready == 0 {
             None
         } else {
-            ib.arb[p as usize].pick(&ib.cfg.vlarb, is_ready)
+            ib.out[p as usize].arb.pick(&ib.cfg.vlarb, is_ready)
         };
         let Some(vl) = picked else {
             // Idle: the next flow-control packet's arrival must wake it.
@@ -253,7 +253,7 @@ impl Fabric {
         let b = self.pkt_blocks_on(p, id);
         let b_in = self.pkt_blocks_on(x, id);
         let ib = self.ibs();
-        ib.arb[p as usize].charge(b, low_waiting);
+        ib.out[p as usize].arb.charge(b, low_waiting);
         if fc == LinkFc::Credit {
             ib.tx[o].fctbs += b as u64;
         }
@@ -278,7 +278,7 @@ impl Fabric {
                 ib.totals.fecn_marked += 1;
             }
         }
-        ib.tx_release[p as usize] = Some((x, vl, b_in));
+        ib.out[p as usize].tx_release = Some((x, vl, b_in));
         let out_total = ib.out_bytes_total(p);
         self.ports[p as usize].stats.queue_bytes.set(now, out_total);
         if fecn {
@@ -308,7 +308,7 @@ impl Fabric {
     pub(in crate::engine) fn ib_on_txdone<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32) {
         let now = s.now();
         self.ports[p as usize].txdone_pending = false;
-        if let Some((x, vl, b)) = self.ibs().tx_release[p as usize].take() {
+        if let Some((x, vl, b)) = self.ibs().out[p as usize].tx_release.take() {
             self.ib_free_input(now, x, vl, b);
             self.ib_credit_update(s, x, vl);
         }
