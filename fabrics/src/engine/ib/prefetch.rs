@@ -25,6 +25,15 @@ impl Fabric {
                 // same line as the others).
                 ib.prefetch_input_lane(port.peer_port, 0);
             }
+            Ev::Arrive(_) | Ev::CtrlArrive(_) if port.peer_device == Device::CreditHost && stage < 2 => {
+                // The HCA at the far end sends next: the flow-control packet returning the
+                // credits of the data it takes in, or the data the credits arriving let go.
+                // What its send reads, one stage later than for its own wake-up (its flows'
+                // records, the last stage there, are left out).
+                if let Some(&h) = self.host_of_node.get(port.peer_node as usize) {
+                    self.ib_prefetch_hca(h, stage + 1);
+                }
+            }
             _ => {}
         }
     }
