@@ -137,6 +137,7 @@ struct TxLane {
     /// Credit stalls (one record: a departure reads whether one is open, and closing one
     /// touches all of it).
     stall: StallRec,
+    /// IB CC's FECN marking counter (`ib/cc.rs`).
     mark: MarkCounter,
 }
 
@@ -153,9 +154,9 @@ impl TxLane {
 }
 
 /// What a departure from one port reads and writes: its VL arbiter, the flow-control packets
-/// queued on its transmitter, where the packet it is sending came from, and its timer (a
-/// crossbar output arms it for every new head's HOQLife). One cache line, for the reason of
-/// [`RxLane`].
+/// queued on its transmitter, where the packet it is sending came from, and its timer
+/// (HOQLife deadlines and deferred credit updates; a crossbar output re-arms it for every new
+/// head). One cache line, for the reason of [`RxLane`].
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct IbOut {
@@ -444,8 +445,8 @@ impl IbState {
     ) -> IbState {
         let n = peer_is_host.len();
         let nv = cfg.n_vls as usize;
-        let mut tx = Vec::with_capacity(n * nv);
-        let mut lanes = Vec::with_capacity(n * nv);
+        let mut tx_lanes = Vec::with_capacity(n * nv);
+        let mut rx_lanes = Vec::with_capacity(n * nv);
         let mut rx_init = Vec::with_capacity(n);
         // Internal links (a GPU to its hub, the NVLS endpoint) are not a modelled bottleneck:
         // both ends get the largest credit window (clamped to u32).
@@ -469,8 +470,8 @@ impl IbState {
             let advertised = (rx as u64).min(cfg.max_credit_window);
             rx_init.push(advertised);
             for _ in 0..nv {
-                tx.push(TxLane::new(advertised));
-                lanes.push(RxLane::new(own, cfg.max_credit_window));
+                tx_lanes.push(TxLane::new(advertised));
+                rx_lanes.push(RxLane::new(own, cfg.max_credit_window));
             }
         }
         let hoq_class = (0..n)
@@ -487,7 +488,7 @@ impl IbState {
         let hoq_lives = [None, hoq_life(cfg.hoq_life_leaf), hoq_life(cfg.hoq_life_switch)];
         IbState {
             nv,
-            tx,
+            tx: tx_lanes,
             requests: vec![VecDeque::new(); n * nv],
             inq: vec![VecDeque::new(); n * nv],
             voq: vec![VecDeque::new(); n * nv],
@@ -498,7 +499,7 @@ impl IbState {
             xbar: AnyArbiter::new(xbar, n),
             xbar_waiting: Vec::new(),
             rx_init,
-            rx: lanes,
+            rx: rx_lanes,
             pool_free: own_is_host
                 .iter()
                 .map(|&host| if host { 0 } else { cfg.shared_pool_blocks })

@@ -3,8 +3,11 @@
 //! per-lane array the credit path indexes is a cache miss, and the loads that miss are known
 //! events ahead: a departure reads the output's arbiter, its queues' heads and the head
 //! packet, then frees the input buffer the packet on the wire came from and returns its
-//! credits; an arrival takes blocks of its input lane. Each stage asks only for what the
-//! stage before brought in (stage 2, the port's own lines, is the engine's).
+//! credits; an arrival takes blocks of its input lane; an HCA's send reads its records, its
+//! port's and its flows' (on its wake-up, or on an arrival that makes it send). Each stage
+//! asks only for what the stage before brought in (stage 2, the port's own lines, is the
+//! engine's). The per-lane and per-port records are one cache line each (`RxLane`,
+//! `TxLane`, `IbOut`), so each is one request.
 
 use super::*;
 use sim_core::{prefetch, prefetch_at};
@@ -40,9 +43,12 @@ impl Fabric {
 
     /// Prefetch for HCA `h`'s wake-up (`Ev::NicWake`: an InfiniBand HCA sends its next packet
     /// when woken at the end of the last), `stage + 1` events ahead. `ib_nic_send` reads the
-    /// HCA, its port's credit records and its flow queues, then the state of the flow at
-    /// the front of each: the HCA's records and queue headers (stage 2), the port's records
-    /// and the queues' front slots (stage 1), the front flows' records (stage 0).
+    /// HCA, its port's credit records, the flow-control packets on their way to its port and
+    /// its flow queues, then the state of the flow at the front of each: the HCA's records
+    /// and queue headers (stage 2), the port's records, control link and the queues' front
+    /// slots (stage 1), the first flow-control packet and the front flows' records (stage 0).
+    /// An arrival that makes the HCA send asks for stages 2 and 1 one event later
+    /// ([`Fabric::ib_prefetch`]).
     #[inline]
     pub(in crate::engine) fn ib_prefetch_hca(&self, h: u32, stage: u8) {
         let (Some(ib), Some(nic)) = (self.ib.as_deref(), self.nics.get(h as usize)) else {
