@@ -3,7 +3,8 @@
 
 /// mimalloc instead of the system allocator, for its transparent huge pages: mimalloc (v3)
 /// maps its arenas 2 MiB-aligned and asks for huge pages on them (`madvise(MADV_HUGEPAGE)`,
-/// which Linux's default THP mode, `madvise`, waits for), so a fabric of thousands of switches
+/// which Linux's THP mode `madvise`, this machine's and many distributions' default, waits
+/// for: glibc's allocator never asks), so a fabric of thousands of switches
 /// keeps its per-port state on a few hundred 2 MiB pages instead of tens of thousands of
 /// 4 KiB ones, and its scattered reads stop missing the TLB. A k=32 fat-tree's hop costs
 /// about 30 % less CPU than on glibc's allocator (docs/performance.md, session 23). Where the
