@@ -96,6 +96,12 @@ pub struct Port {
     /// The flow-control packets this port sends are taken in lazily at the far end.
     pub fc_out_lazy: bool,
     pub queued_bytes: u64,
+    /// A MAC control frame waiting for this port's transmitter, which sends it ahead of any
+    /// data: a PFC frame encoded by `roce::pfc_link::encode`, 0 for none. Every departure of
+    /// a PFC port tests it, so it sits on the line the departure reads for `queued_bytes`
+    /// (a per-port array of its own cost a last-level miss in two of three departures at
+    /// k=32, `docs/performance.md`, session 23).
+    pub ctrl_pending: u64,
     pub stats: PortStats,
     /// Packet ids waiting to be sent, FIFO.
     pub queue: VecDeque<u32>,
@@ -154,6 +160,7 @@ impl Port {
             fc_out_lazy: false,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            ctrl_pending: 0,
             pipe: Pipe::new(),
             stats: PortStats::default(),
             framing: Framing::Native,
@@ -177,6 +184,7 @@ mod tests {
         let line = |offset: usize| offset / 64;
         assert_eq!(line(std::mem::offset_of!(Port, busy_until)), 0);
         assert_eq!(line(std::mem::offset_of!(Port, queued_bytes)), 1);
+        assert_eq!(line(std::mem::offset_of!(Port, ctrl_pending)), 1);
         let stats = std::mem::offset_of!(Port, stats);
         assert_eq!(line(stats + std::mem::offset_of!(PortStats, packets_tx)), 2);
         let gauge = stats + std::mem::offset_of!(PortStats, queue_bytes);

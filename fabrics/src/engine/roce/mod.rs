@@ -172,8 +172,6 @@ pub struct RoceState {
     /// The pausing side of each port (`models/pfc/`: 802.1Qbb or 802.3x, `RoceConfig::pause`).
     pfc_tx: Vec<AnyPauseSender>,
     pfc_rx: Vec<PfcReceiver>,
-    /// Encoded PFC frame waiting for the port's transmitter (0 = none).
-    pfc_pending: Vec<u64>,
     timer_at: Vec<SimTime>,
     pub port_stats: Vec<RocePortStats>,
     // Per host: control packets (CNP, ACK, NACK) waiting for the NIC.
@@ -320,7 +318,6 @@ impl RoceState {
             self.nonempty[p] = o.nonempty[p];
             std::mem::swap(&mut self.pfc_tx[p], &mut o.pfc_tx[p]);
             std::mem::swap(&mut self.pfc_rx[p], &mut o.pfc_rx[p]);
-            self.pfc_pending[p] = o.pfc_pending[p];
             self.timer_at[p] = o.timer_at[p];
             std::mem::swap(&mut self.port_stats[p], &mut o.port_stats[p]);
             self.paused_mask[p] = o.paused_mask[p];
@@ -681,7 +678,6 @@ impl Fabric {
             nonempty: vec![0; n_ports],
             pfc_tx,
             pfc_rx,
-            pfc_pending: vec![0; n_ports],
             timer_at: vec![SimTime::MAX; n_ports],
             port_stats: vec![RocePortStats::default(); n_ports],
             ctrl_q: vec![VecDeque::new(); self.nics.len()],
@@ -779,11 +775,13 @@ impl Fabric {
     /// is the only event of its origin).
     fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let done = self.transmit(s, p, id, SimTime::ZERO);
-        if self.ports[p as usize].device == Device::RoceSwitch && self.link_fc[p as usize] != LinkFc::Credit {
-            let r = self.rr();
-            if r.nonempty[p as usize] == 0 && r.pfc_pending[p as usize] == 0 {
-                return;
-            }
+        let port = &self.ports[p as usize];
+        if port.device == Device::RoceSwitch
+            && self.link_fc[p as usize] != LinkFc::Credit
+            && self.rr().nonempty[p as usize] == 0
+            && port.ctrl_pending == 0
+        {
+            return;
         }
         self.roce_wake_at(s, p, done);
     }
@@ -886,7 +884,7 @@ impl Fabric {
                     }
                 }
                 debug_assert!(lossless == (cause == DropCause::HeadroomFull));
-                let x_busy = self.ports[x as usize].busy_until;
+                let (x_busy, x_pending) = (self.ports[x as usize].busy_until, self.ports[x as usize].ctrl_pending);
                 let r = self.roce.as_deref_mut().expect("RoCE fabric");
                 if lossless && r.lossless_asserted {
                     let mmu = r.mmu[node as usize].as_ref().expect("a switch has an MMU");
@@ -895,7 +893,7 @@ impl Fabric {
                         mmu.ingress_bytes(x - base, prio),
                         mmu.config().headroom_bytes,
                         r.pfc_tx[x as usize].is_asserted(prio),
-                        r.pfc_pending[x as usize],
+                        x_pending,
                         x_busy,
                     );
                 }

@@ -72,7 +72,7 @@ impl Fabric {
         s: &mut Scheduler<Ev, Q>,
         p: u32,
     ) -> Option<SimTime> {
-        let pending = self.rr().pfc_pending[p as usize];
+        let pending = self.ports[p as usize].ctrl_pending;
         if pending == 0 {
             return None;
         }
@@ -87,7 +87,7 @@ impl Fabric {
         p: u32,
         pending: u64,
     ) -> SimTime {
-        self.rs().pfc_pending[p as usize] = 0;
+        self.ports[p as usize].ctrl_pending = 0;
         let frame = CtrlFrame {
             kind: PacketKind::Pause,
             vl: 0,
@@ -146,8 +146,10 @@ impl Fabric {
                     r.totals.resume_frames += 1;
                 }
             }
-            r.pfc_pending[x as usize] = merge(r.pfc_pending[x as usize], &frame);
-            if let Some(t) = r.pfc_tx[x as usize].next_timer() {
+            let next = r.pfc_tx[x as usize].next_timer();
+            let port = &mut self.ports[x as usize];
+            port.ctrl_pending = merge(port.ctrl_pending, &frame);
+            if let Some(t) = next {
                 self.roce_arm_timer(s, x, t);
             }
             self.roce_kick(s, x);
@@ -222,7 +224,7 @@ impl Fabric {
         }
         let r = self.rs();
         r.timer_at[x as usize] = SimTime::MAX;
-        let mut refreshed = false;
+        let mut refresh = None;
         if r.pfc_tx[x as usize].next_timer().is_some_and(|t| t <= now)
             && let Some(frame) = r.pfc_tx[x as usize].on_timer(now)
         {
@@ -230,8 +232,7 @@ impl Fabric {
                 r.port_stats[x as usize].pause_tx[prio as usize] += 1;
                 r.totals.pause_frames += 1;
             }
-            r.pfc_pending[x as usize] = merge(r.pfc_pending[x as usize], &frame);
-            refreshed = true;
+            refresh = Some(frame);
         }
         // Pauses that expired without a RESUME.
         let mut expired = false;
@@ -242,6 +243,11 @@ impl Fabric {
                 r.close_pause(x, prio, until);
                 expired = true;
             }
+        }
+        let refreshed = refresh.is_some();
+        if let Some(frame) = refresh {
+            let port = &mut self.ports[x as usize];
+            port.ctrl_pending = merge(port.ctrl_pending, &frame);
         }
         let node = self.ports[x as usize].node as usize;
         if self.device[node] == Device::RoceSwitch

@@ -146,11 +146,6 @@ impl Fabric {
     pub(in crate::engine) fn roce_prefetch_departure(&self, p: u32, stage: u8) {
         let Some(r) = self.roce.as_deref() else { return };
         let mut waiting = r.nonempty.get(p as usize).copied().unwrap_or(0);
-        if stage == 2
-            && let Some(pending) = r.pfc_pending.get(p as usize)
-        {
-            prefetch(pending);
-        }
         if waiting == 0 {
             // No switch queue holds a packet: a NIC's port, or an idle one.
             self.roce_prefetch_nic(r, p, stage);
