@@ -53,6 +53,24 @@ pub fn fabricsim<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
     }
 }
 
+/// Every file of results directory `dir` but `timing.json` (the only one that differs
+/// between identical runs), by name, sorted.
+pub fn outputs(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "timing.json"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// The time series `<stem>.parquet` of the results directory `out` (the default
 /// `sample_format`), read back by fabricsim's own reader (`scenarios::columns`): the column
 /// names and the rows as text cells (empty where a value is missing). `tests/tests/timeseries.rs`

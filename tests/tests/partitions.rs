@@ -7,7 +7,7 @@
 //! InfiniBand with credit stalls whose congestion-tree causes lie in another partition; what
 //! cannot be split is refused with the reason.
 
-use fabricsim_tests::{catalogue, fabricsim, s};
+use fabricsim_tests::{catalogue, fabricsim, outputs, s};
 use std::path::{Path, PathBuf};
 
 /// A k=4 fat-tree (4 pods) permutation of `size` bytes per host, links of 100 Gb/s and
@@ -65,23 +65,6 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let file = dir.join(format!("{name}.toml"));
     std::fs::write(&file, text).unwrap();
     file
-}
-
-/// Every file of results directory `dir` but `timing.json`, by name.
-fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "timing.json"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// Runs `file` on one thread and on `threads`, asserts both succeed and wrote the same
