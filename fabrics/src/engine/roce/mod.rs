@@ -773,6 +773,7 @@ impl Fabric {
     /// port with nothing left to send (an arrival or a PFC edge kicks it, and the kick arms
     /// `TxDone` for the same instant: one event fewer per hop, the same order, as `TxDone(p)`
     /// is the only event of its origin).
+    #[inline(always)]
     fn roce_transmit<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, id: u32) {
         let done = self.transmit(s, p, id, SimTime::ZERO);
         let port = &self.ports[p as usize];
@@ -922,6 +923,10 @@ impl Fabric {
                 }
             }
         }
+        // An idle egress with nothing queued sends the packet at once: it skips the queue's
+        // ring and the pick, with every other effect of the two (counters, ECN, statistics,
+        // MMU) the same and in the same order.
+        let through = x != out && self.roce_switch_idle_for(now, out, prio, pkt.wire_bytes);
         let r = self.rs();
         let i = RoceState::ix(out, prio);
         let mut mark = false;
@@ -935,14 +940,18 @@ impl Fabric {
             r.totals.ecn_marked += 1;
         }
         let q = &mut r.q[i];
-        q.ids.push_back(QueuedPacket { id, ingress: x });
+        if !through {
+            q.ids.push_back(QueuedPacket { id, ingress: x });
+        }
         q.bytes += wire;
         let qb = q.bytes;
         let new_max = qb > q.max_bytes;
         if new_max {
             q.max_bytes = qb;
         }
-        r.nonempty[out as usize] |= 1 << prio;
+        if !through {
+            r.nonempty[out as usize] |= 1 << prio;
+        }
         if new_max {
             // A new maximum: mirrored into the port's counters (read by the reports) only then.
             r.port_stats[out as usize].queue_max_bytes[prio as usize] = qb;
@@ -955,6 +964,9 @@ impl Fabric {
         let queued = port.queued_bytes;
         port.stats.queue_bytes.set(now, queued);
         self.roce_flush_edges(s);
+        if through {
+            return self.roce_switch_pass(s, out, prio, id, x);
+        }
         self.roce_kick(s, out);
     }
 }

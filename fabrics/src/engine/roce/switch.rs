@@ -236,6 +236,65 @@ impl Fabric {
             // a deep queue (the incast's departures waited on it for half their time).
             sim_core::prefetch(pkt);
         }
+        self.roce_switch_depart(now, p, prio, id, x);
+        Some(id)
+    }
+
+    /// Whether a packet of priority `prio` and `wire` bytes arriving for switch port `p` now
+    /// would be the one the port's pick sends at once: the port idle, no queue and no PFC frame
+    /// waiting, its link open to `prio` (a credit link is never taken this way), and the pick
+    /// certain (a strict priority, or a DWRR quantum that covers the frame, so that the
+    /// pick's closed form applies).
+    #[inline(always)]
+    pub(in crate::engine) fn roce_switch_idle_for(&self, now: SimTime, p: u32, prio: u8, wire: u32) -> bool {
+        let port = &self.ports[p as usize];
+        if port.busy_until > now || port.txdone_pending || port.ctrl_pending != 0 {
+            return false;
+        }
+        let r = self.rr();
+        if r.nonempty[p as usize] != 0 {
+            return false;
+        }
+        let open = match self.link_fc[p as usize] {
+            LinkFc::Pfc => r.pfc_rx[p as usize].may_send(prio, now),
+            LinkFc::Credit => false,
+            LinkFc::None => true,
+        };
+        open && (r.cfg.strict_mask & (1 << prio) != 0 || r.cfg.dwrr_quantum_bytes[prio as usize] >= wire)
+    }
+
+    /// Sends packet `id` (priority `prio`, in on port `x`) on idle switch port `p` as its pick
+    /// would have: the pick's round-robin position, the departure, the transmission, the MMU's
+    /// edges. [`Fabric::roce_switch_idle_for`] still holds, as the one PFC frame an admission
+    /// may send goes out on `x`, never `p`. The queue's deficit stays zero, as the pick leaves
+    /// an emptied queue's.
+    #[inline(always)]
+    pub(in crate::engine) fn roce_switch_pass<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        p: u32,
+        prio: u8,
+        id: u32,
+        x: u32,
+    ) {
+        let now = s.now();
+        let wire = self.packets.get(id).wire_bytes;
+        debug_assert!(self.roce_switch_idle_for(now, p, prio, wire));
+        let r = self.rs();
+        if r.cfg.strict_mask & (1 << prio) == 0 {
+            r.rr[p as usize] = prio;
+        }
+        self.roce_switch_depart(now, p, prio, id, x);
+        self.roce_transmit(s, p, id);
+        self.roce_flush_edges(s);
+    }
+
+    /// Packet `id` (priority `prio`, in on port `x`) leaves switch port `p`'s queue `(p, prio)`
+    /// now: the queue's bytes, ECN at dequeue, the port's queue statistic, the HPCC stamp and
+    /// the MMU release (whose PFC edge, if any, the caller flushes after the transmission).
+    #[inline(always)]
+    fn roce_switch_depart(&mut self, now: SimTime, p: u32, prio: u8, id: u32, x: u32) {
+        let i = RoceState::ix(p, prio);
         let pkt = *self.packets.get(id);
         let wire = pkt.wire_bytes as u64;
         let r = self.rs();
@@ -278,7 +337,6 @@ impl Fabric {
         if let Some(edge) = mmu.release(x - base, prio, wire) {
             r.pending_edges.push((x, prio, edge));
         }
-        Some(id)
     }
 }
 
