@@ -177,7 +177,8 @@ impl LinkFc {
     /// The flow control of a link of `kind` between devices `a` and `b`: credits where both ends
     /// are credit devices, or on a credit-based link (a server's NVLink, PCIe and internal
     /// attachments, InfiniBand) when the run has a credit layer; PFC on the other links of a
-    /// RoCEv2 run; none otherwise.
+    /// RoCEv2 run; none otherwise. Symmetric in `a` and `b`, so both directions of a link
+    /// have the same (the arrival paths read it on the sending port).
     pub fn of(kind: LinkKind, a: Device, b: Device, cfg: &EngineConfig) -> LinkFc {
         let credit = |d: Device| matches!(d, Device::CreditHost | Device::CreditSwitch);
         let credit_link = matches!(
@@ -191,5 +192,52 @@ impl LinkFc {
         } else {
             LinkFc::None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::IbConfig;
+
+    /// Both directions of a link get the same flow control, whatever the link and its ends:
+    /// the arrival paths read it on the sending port rather than on the receiving one.
+    #[test]
+    fn link_flow_control_is_the_same_both_ways() {
+        use LinkKind::*;
+        let kinds = [Network, Ethernet, InfiniBand, NvLink, Pcie, Internal];
+        let devices = [
+            Device::OqHost,
+            Device::OqSwitch,
+            Device::CreditHost,
+            Device::CreditSwitch,
+            Device::RoceHost,
+            Device::RoceSwitch,
+        ];
+        let mut seen = [false; 3];
+        for (ib, roce, lossy) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (true, true, false),
+            (true, true, true),
+        ] {
+            let cfg = EngineConfig {
+                ib: ib.then(IbConfig::default),
+                roce: roce.then(super::super::RoceConfig::default),
+                lossy_network: lossy,
+                ..Default::default()
+            };
+            for kind in kinds {
+                for a in devices {
+                    for b in devices {
+                        let fc = LinkFc::of(kind, a, b, &cfg);
+                        assert_eq!(fc, LinkFc::of(kind, b, a, &cfg), "{kind:?} between {a:?} and {b:?}");
+                        seen[fc as usize] = true;
+                    }
+                }
+            }
+        }
+        assert_eq!(seen, [true; 3], "every discipline occurs");
     }
 }

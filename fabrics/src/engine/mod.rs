@@ -168,8 +168,6 @@ pub struct Fabric {
     is_host: Vec<bool>,
     /// The model that runs each node (`device.rs`).
     device: Vec<Device>,
-    /// The link-level flow control that governs each port's sending (`device.rs`).
-    link_fc: Vec<LinkFc>,
     /// Host index of each node (`u32::MAX` for switches).
     host_of_node: Vec<u32>,
     ports: Vec<Port>,
@@ -364,12 +362,10 @@ impl Fabric {
         // Ports on `LinkKind::Internal` links (never a modelled bottleneck: the credit path
         // gives their receivers the largest credit window).
         let mut internal_port = Vec::with_capacity(n_ports as usize);
-        let mut link_fc = Vec::with_capacity(n_ports as usize);
         for (ni, ps) in node_ports.iter().enumerate() {
             for &(edge, peer) in ps {
                 let link = topo.graph[edge];
                 internal_port.push(link.kind == crate::topology::LinkKind::Internal);
-                link_fc.push(LinkFc::of(link.kind, device[ni], device[peer.index()], &cfg));
                 let peer_local = node_ports[peer.index()]
                     .iter()
                     .position(|&(e, _)| e == edge)
@@ -405,6 +401,7 @@ impl Fabric {
                 port.framing = framing_of(link.kind, touches_hub, &cfg);
                 port.device = device[ni];
                 port.peer_device = device[peer.index()];
+                port.link_fc = LinkFc::of(link.kind, device[ni], device[peer.index()], &cfg);
                 ports.push(port);
             }
         }
@@ -495,7 +492,7 @@ impl Fabric {
                 // Credit arrivals taken in when the sender looks: where the sender is a credit
                 // device, whose looks (and least-loaded routing's) `credit_link.rs` covers.
                 let d = device[port.node as usize];
-                if link_fc[p] == LinkFc::Credit && matches!(d, Device::CreditSwitch | Device::CreditHost) {
+                if port.link_fc == LinkFc::Credit && matches!(d, Device::CreditSwitch | Device::CreditHost) {
                     lazy_in.push(p);
                 }
             }
@@ -523,7 +520,6 @@ impl Fabric {
             port_base,
             is_host,
             device,
-            link_fc,
             host_of_node,
             ports,
             routing_ahead: false,
@@ -615,7 +611,7 @@ impl Fabric {
         let frame_blocks = ib.cfg.credits(max_wire);
         let resume_blocks = roce.cfg.resume_offset_bytes.div_ceil(unit) as u32;
         for (x, port) in self.ports.iter().enumerate() {
-            if self.link_fc[x] != LinkFc::Pfc || self.device[port.node as usize] != Device::CreditSwitch {
+            if port.link_fc != LinkFc::Pfc || self.device[port.node as usize] != Device::CreditSwitch {
                 continue;
             }
             let bound = headroom_bound_bytes(port.rate, port.delay, port.peer_latency, max_wire);
@@ -761,7 +757,7 @@ impl Fabric {
 
     /// The link-level flow control governing port `p` (an observer: chosen once at build).
     pub fn link_fc(&self, p: u32) -> LinkFc {
-        self.link_fc[p as usize]
+        self.ports[p as usize].link_fc
     }
 
     /// Whether the fabric's links are InfiniBand (else Ethernet or another native link).

@@ -95,6 +95,9 @@ pub struct Port {
     pub fc_in_lazy: bool,
     /// The flow-control packets this port sends are taken in lazily at the far end.
     pub fc_out_lazy: bool,
+    /// The link-level flow control of this direction of the link (`device.rs`): the
+    /// departure paths of every device branch on it, so it sits on the line they read.
+    pub link_fc: super::LinkFc,
     pub queued_bytes: u64,
     /// A MAC control frame waiting for this port's transmitter, which sends it ahead of any
     /// data: a PFC frame encoded by `roce::pfc_link::encode`, 0 for none. Every departure of
@@ -158,6 +161,7 @@ impl Port {
             routed_ahead: false,
             fc_in_lazy: false,
             fc_out_lazy: false,
+            link_fc: super::LinkFc::None,
             queue: VecDeque::new(),
             queued_bytes: 0,
             ctrl_pending: 0,
@@ -185,6 +189,7 @@ mod tests {
         assert_eq!(line(std::mem::offset_of!(Port, busy_until)), 0);
         assert_eq!(line(std::mem::offset_of!(Port, queued_bytes)), 1);
         assert_eq!(line(std::mem::offset_of!(Port, ctrl_pending)), 1);
+        assert_eq!(line(std::mem::offset_of!(Port, link_fc)), 1);
         let stats = std::mem::offset_of!(Port, stats);
         assert_eq!(line(stats + std::mem::offset_of!(PortStats, packets_tx)), 2);
         let gauge = stats + std::mem::offset_of!(PortStats, queue_bytes);

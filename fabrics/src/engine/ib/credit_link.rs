@@ -89,7 +89,7 @@ impl Fabric {
     /// Buffer space of ingress (`x`, `vl`) changed: schedule a flow-control packet under the
     /// update policy.
     pub(in crate::engine) fn ib_credit_update<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, x: u32, vl: u8) {
-        match self.link_fc[x as usize] {
+        match self.ports[x as usize].link_fc {
             LinkFc::Credit => {}
             // No credits cross a PFC link: freed space may end a PAUSE instead.
             LinkFc::Pfc => return self.credit_pfc_check(s, x, vl),

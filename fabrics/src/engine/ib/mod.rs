@@ -782,7 +782,9 @@ impl Fabric {
         } else {
             self.route_ib(s, node, id)
         };
-        let fc = self.link_fc[x as usize];
+        // The link's flow control, the same both ways (`LinkFc::of`): read on the sender's
+        // port, whose line the arrival has in hand, not on `x`'s.
+        let fc = self.ports[p as usize].link_fc;
         if fc == LinkFc::None && self.ibr().rx[self.ibr().ix(x, vl)].free_blocks < b {
             // A NIC's receive buffer facing a lossy Ethernet network: nothing held the sender
             // back, so a full buffer drops (tail drop, counted at the port it arrived on).

@@ -137,7 +137,7 @@ impl Fabric {
             debug_assert!(port.busy_until <= now, "port {p} busy without a TxDone");
         }
         self.ib_device_looks(s, p);
-        let fc = self.link_fc[p as usize];
+        let fc = self.ports[p as usize].link_fc;
         if let Some(vl) = self.ibs().out[p as usize].ctrl.pop_front() {
             let done = self.ib_send_fc(s, p, vl);
             // A 6-byte packet's end matters only if something else waits for the port (its

@@ -51,7 +51,7 @@ impl Fabric {
         }
         let n_active = self.nics[h as usize].active.len();
         let mut earliest = SimTime::MAX;
-        let credit_link = self.link_fc[p as usize] == LinkFc::Credit;
+        let credit_link = self.ports[p as usize].link_fc == LinkFc::Credit;
         let (mtu, header) = (self.cfg.mtu_bytes as u64, self.cfg.header_bytes);
         for _ in 0..n_active {
             let f = self.nics[h as usize].active.pop_front()?;
@@ -169,7 +169,8 @@ impl Fabric {
         };
         let pkt = *self.packets.get(id);
         debug_assert!(self.is_host[node as usize]);
-        if self.link_fc[x as usize] == LinkFc::Credit {
+        // (The link's flow control is the same both ways: read on the sender's port.)
+        if self.ports[p as usize].link_fc == LinkFc::Credit {
             // A GPU inside a server: its port takes the packet and returns the credits.
             self.ib_endpoint_accept(s, x, id);
         }

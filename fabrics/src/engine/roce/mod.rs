@@ -608,7 +608,7 @@ impl Fabric {
             .map(|f| {
                 self.flow_path(f)
                     .into_iter()
-                    .find(|&p| self.link_fc[p as usize] != LinkFc::Credit)
+                    .find(|&p| self.ports[p as usize].link_fc != LinkFc::Credit)
                     .map(|p| self.ports[p as usize].rate)
             })
             .collect();
@@ -754,7 +754,7 @@ impl Fabric {
     #[inline(always)]
     fn roce_wake_at<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, p: u32, at: SimTime) {
         let node = self.ports[p as usize].node;
-        if self.link_fc[p as usize] == LinkFc::Credit && self.device[node as usize] == Device::RoceHost {
+        if self.ports[p as usize].link_fc == LinkFc::Credit && self.device[node as usize] == Device::RoceHost {
             let h = self.host_of_node[node as usize];
             return self.nic_wake_at(s, h, at);
         }
@@ -778,7 +778,7 @@ impl Fabric {
         let done = self.transmit(s, p, id, SimTime::ZERO);
         let port = &self.ports[p as usize];
         if port.device == Device::RoceSwitch
-            && self.link_fc[p as usize] != LinkFc::Credit
+            && self.ports[p as usize].link_fc != LinkFc::Credit
             && self.rr().nonempty[p as usize] == 0
             && port.ctrl_pending == 0
         {
@@ -792,7 +792,7 @@ impl Fabric {
     /// NVLink or PCIe port inside a server of a RoCEv2 cluster).
     #[inline(always)]
     fn roce_link_ready(&self, p: u32, prio: u8, payload: u32, wire: u32, now: SimTime) -> bool {
-        match self.link_fc[p as usize] {
+        match self.ports[p as usize].link_fc {
             LinkFc::Pfc => self.roce_may_send(p, prio, now),
             LinkFc::Credit => self.ib_credits_cover(p, prio, payload, wire),
             LinkFc::None => true,
@@ -812,7 +812,7 @@ impl Fabric {
             self.roce_wake_at(s, p, done);
             return;
         }
-        if self.link_fc[p as usize] == LinkFc::Credit
+        if self.ports[p as usize].link_fc == LinkFc::Credit
             && let Some(done) = self.ib_send_queued_fc(s, p)
         {
             // A credit update of a GPU's port (inside a server of a RoCEv2 cluster).
@@ -828,7 +828,7 @@ impl Fabric {
         };
         if let Some(id) = id {
             let prio = self.packets.get(id).vl;
-            match self.link_fc[p as usize] {
+            match self.ports[p as usize].link_fc {
                 LinkFc::Pfc => assert!(
                     self.roce_may_send(p, prio, now),
                     "port {p} started a frame of priority {prio} while paused"

@@ -255,7 +255,7 @@ impl Fabric {
         if r.nonempty[p as usize] != 0 {
             return false;
         }
-        let open = match self.link_fc[p as usize] {
+        let open = match self.ports[p as usize].link_fc {
             LinkFc::Pfc => r.pfc_rx[p as usize].may_send(prio, now),
             LinkFc::Credit => false,
             LinkFc::None => true,
