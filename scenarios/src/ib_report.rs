@@ -164,7 +164,7 @@ pub fn vls_csv(ib: &IbState, fabric: &Fabric, topo: &Topology, end: SimTime) -> 
 /// `ib_buffer_occupancy.csv`: percentiles of switch input-buffer occupancy (bytes, all VLs)
 /// as seen by each arriving packet.
 pub fn occupancy_percentiles(ib: &IbState) -> String {
-    let h = &ib.occupancy_on_arrival;
+    let h = ib.occupancy_on_arrival.histogram();
     let mut s = String::from("percentile,occupancy_bytes,count_at_or_below\n");
     if h.is_empty() {
         return s;

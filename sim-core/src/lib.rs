@@ -48,5 +48,5 @@ pub use queue::{EventQueue, HeapQueue, WheelQueue};
 pub use rng::{RngStreams, SimRng};
 pub use run::{Model, PREFETCH_AHEAD, Progress, RunLimits, RunOutcome, RunReport, Stopwatch, run};
 pub use sched::{Origin, Scheduler};
-pub use stats::{Counter, LatencyHistogram, TimeWeightedGauge};
+pub use stats::{Counter, LatencyHistogram, TimeWeightedGauge, UnitHistogram};
 pub use time::{BitsPerSec, Bytes, Duration, SimTime, bytes_in, serialization_time};

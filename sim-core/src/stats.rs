@@ -165,6 +165,81 @@ impl TimeWeightedGauge {
     }
 }
 
+/// A histogram of values that are nearly always small multiples of a power of two `unit`
+/// (buffer occupancies counted in credit blocks): those are counted in a dense array, one
+/// add per record, and the others in an HdrHistogram. [`UnitHistogram::histogram`] merges
+/// both into the HdrHistogram that recording every value there directly would have given
+/// (a count of `n` recorded at once adds what `n` single records add). An HdrHistogram record
+/// costs about 40 instructions, a link-hop's budget a few hundred (`docs/performance.md`,
+/// session 24).
+#[derive(Clone, Debug)]
+pub struct UnitHistogram {
+    /// log2 of `unit`.
+    shift: u32,
+    /// Count of `i * unit` at index `i`.
+    dense: Vec<u64>,
+    /// The values that are not a multiple of `unit` or lie past the dense range.
+    rest: Histogram<u64>,
+}
+
+impl UnitHistogram {
+    /// Multiples of `unit` (a power of two) below `dense_len * unit` are counted densely; the
+    /// HdrHistogram has the bounds `low..=high` and `sigfig` significant digits, and
+    /// saturates at `high`.
+    pub fn new(
+        unit: u64,
+        dense_len: usize,
+        low: u64,
+        high: u64,
+        sigfig: u8,
+    ) -> Result<Self, hdrhistogram::CreationError> {
+        assert!(
+            unit.is_power_of_two(),
+            "UnitHistogram: unit {unit} is not a power of two"
+        );
+        Ok(UnitHistogram {
+            shift: unit.trailing_zeros(),
+            dense: vec![0; dense_len],
+            rest: Histogram::new_with_bounds(low, high, sigfig)?,
+        })
+    }
+
+    #[inline]
+    pub fn record(&mut self, value: u64) {
+        let i = value >> self.shift;
+        match self.dense.get_mut(i as usize) {
+            Some(c) if i << self.shift == value => *c += 1,
+            _ => self.rest.saturating_record(value),
+        }
+    }
+
+    /// Adds `other`'s counts (a histogram of the same configuration, from another partition
+    /// of the run).
+    pub fn add(&mut self, other: &UnitHistogram) -> Result<(), hdrhistogram::AdditionError> {
+        debug_assert_eq!(self.shift, other.shift);
+        if self.dense.len() < other.dense.len() {
+            self.dense.resize(other.dense.len(), 0);
+        }
+        for (a, b) in self.dense.iter_mut().zip(&other.dense) {
+            *a += b;
+        }
+        self.rest.add(&other.rest)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty() && self.dense.iter().all(|&c| c == 0)
+    }
+
+    /// Everything recorded, as one HdrHistogram.
+    pub fn histogram(&self) -> Histogram<u64> {
+        let mut h = self.rest.clone();
+        for (i, &c) in self.dense.iter().enumerate().filter(|(_, c)| **c > 0) {
+            h.saturating_record_n((i as u64) << self.shift, c);
+        }
+        h
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +276,41 @@ mod tests {
         assert_eq!(g.busy_until(SimTime(40)), 20);
         assert_eq!(g.max(), 4);
         assert!((g.mean_until(SimTime(40)) - 1.5).abs() < 1e-12);
+    }
+
+    /// The dense counts and the HdrHistogram together are the HdrHistogram of every value:
+    /// multiples of the unit, others, values past the dense range and past the bounds.
+    #[test]
+    fn unit_histogram_equals_recording_everything_in_one() {
+        let mut rng = crate::rng::RngStreams::new(5).stream(0);
+        let mut u = UnitHistogram::new(64, 100, 1, 1 << 20, 3).unwrap();
+        let mut other = UnitHistogram::new(64, 100, 1, 1 << 20, 3).unwrap();
+        let mut direct = Histogram::<u64>::new_with_bounds(1, 1 << 20, 3).unwrap();
+        for k in 0..20_000u64 {
+            let r = rand::Rng::next_u64(&mut rng);
+            let v = match k % 4 {
+                0 => (r % 100) * 64, // dense
+                1 => (r % 200) * 64, // half of them past the dense range
+                2 => r % 10_000,     // mostly not multiples
+                _ => r % (1 << 22),  // some past the bounds (saturate)
+            };
+            if k % 3 == 0 {
+                other.record(v)
+            } else {
+                u.record(v)
+            }
+            direct.saturating_record(v);
+        }
+        u.add(&other).unwrap();
+        let h = u.histogram();
+        assert_eq!(h.len(), direct.len());
+        assert_eq!((h.min(), h.max()), (direct.min(), direct.max()));
+        for q in [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0] {
+            let v = h.value_at_quantile(q);
+            assert_eq!(v, direct.value_at_quantile(q), "quantile {q}");
+            assert_eq!(h.count_between(0, v), direct.count_between(0, v), "quantile {q}");
+        }
+        assert!(h == direct, "the same buckets");
+        assert!(!u.is_empty() && UnitHistogram::new(64, 4, 1, 100, 3).unwrap().is_empty());
     }
 }

@@ -420,7 +420,7 @@ pub struct IbState {
     pub totals: IbTotals,
     /// Occupancy (bytes, all VLs) of a switch input buffer as each packet joins it: the
     /// distribution of buffer fill seen by arriving traffic.
-    pub occupancy_on_arrival: hdrhistogram::Histogram<u64>,
+    pub occupancy_on_arrival: sim_core::UnitHistogram,
     /// Credit-stall time attributed to (stalled port, port its downstream head waited for).
     stall_edges: BTreeMap<(u32, u32), u64>,
     /// A partition's closed stalls whose cause another partition has yet to tell
@@ -512,8 +512,16 @@ impl IbState {
             hoq_class,
             hoq_lives,
             totals: IbTotals::default(),
-            occupancy_on_arrival: hdrhistogram::Histogram::new_with_bounds(1, 1 << 40, 3)
-                .expect("valid histogram bounds"),
+            // Counted by credit block up to every VL's buffer full (internal ports, with their
+            // far larger windows, and anything past it go to the HdrHistogram).
+            occupancy_on_arrival: sim_core::UnitHistogram::new(
+                cfg.credit_unit_bytes as u64,
+                (cfg.vl_buffer_blocks.max(cfg.hca_vl_buffer_blocks) as usize * nv + 1).min(1 << 16),
+                1,
+                1 << 40,
+                3,
+            )
+            .expect("valid histogram bounds"),
             stall_edges: BTreeMap::new(),
             unresolved: BTreeMap::new(),
             pfc_free_blocks: vec![(0, 0); n],
@@ -803,7 +811,7 @@ impl Fabric {
         let gauge = &mut ib.port_stats[x as usize].input_buffer_bytes;
         let bytes = gauge.value() + b as u64 * ib.cfg.credit_unit_bytes as u64;
         gauge.set(now, bytes);
-        ib.occupancy_on_arrival.saturating_record(bytes);
+        ib.occupancy_on_arrival.record(bytes);
         let o = ib.ix(out, vl);
         ib.tx[o].out_bytes += pkt.wire_bytes as u64;
         let out_total = ib.out_bytes_total(out);
