@@ -70,10 +70,10 @@ impl Fabric {
             // Go-back-N or congestion-control window full: wait for an ACK (which kicks the NIC).
             let sent_pos = self.flows[f as usize].size.get() - st.unsent_bytes;
             let window = match st.cc.window_bytes() {
-                Some(w) => w.min(self.rr().gbn_window[f as usize]),
-                None => self.rr().gbn_window[f as usize],
+                Some(w) => w.min(self.rr().send[f as usize].gbn_window),
+                None => self.rr().send[f as usize].gbn_window,
             };
-            let window_full = sent_pos - self.rr().snd_acked[f as usize] >= window;
+            let window_full = sent_pos - self.rr().send[f as usize].snd_acked >= window;
             if paused || window_full || st.next_send_at > now {
                 if !paused && !window_full {
                     earliest = earliest.min(st.next_send_at);
@@ -92,8 +92,9 @@ impl Fabric {
     /// Prefetch hint for a coming `TxDone(p)` at a NIC's port (no effect on results; called
     /// by [`Fabric::roce_prefetch_departure`] where no switch queue of `p` holds a packet).
     /// [`Fabric::roce_nic_pick`] reads the host's control queue and round-robin of flows, then
-    /// the state of the flow at its front, spread over the per-flow arrays (a miss each on a
-    /// fabric of thousands of hosts). `stage` 2 asks for the queues' records and the port's
+    /// the state of the flow at its front: its congestion control, spec and record, and its
+    /// queue pair's sender line (a miss each on a fabric of thousands of hosts). `stage` 2
+    /// asks for the queues' records and the port's
     /// pause timers, 1 for their front slots, 0 for the front flow's records and the front
     /// control packet.
     #[inline]
@@ -133,12 +134,7 @@ impl Fabric {
                 prefetch_at(&self.flow_state, f);
                 prefetch_at(&self.flows, f);
                 prefetch_at(&self.records, f);
-                prefetch_at(&r.gbn_window, f);
-                prefetch_at(&r.snd_acked, f);
-                prefetch_at(&r.last_tx, f);
-                prefetch_at(&r.sent_high, f);
-                prefetch_at(&r.rto_at, f);
-                prefetch_at(&r.qp, f);
+                prefetch_at(&r.send, f);
             }
         }
     }
@@ -146,7 +142,7 @@ impl Fabric {
     /// A flow starts: register it with its NIC.
     pub(in crate::engine) fn roce_flow_started<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
         let src = self.flows[f as usize].src;
-        self.rs().flow_active[f as usize] = true;
+        self.rs().send[f as usize].flow_active = true;
         self.nics[src as usize].active.push_back(f);
         let p = self.nics[src as usize].port;
         self.roce_kick(s, p);
@@ -198,7 +194,7 @@ impl Fabric {
                 // (it was triggered by packets sent before the go-back): ignore it; if
                 // the resent packet is lost too, the timeout recovers.
                 let sent_pos = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
-                let r = self.rr().rewound_to[f as usize];
+                let r = self.rr().send[f as usize].rewound_to;
                 let stale = r != u64::MAX && r <= pkt.aux && pkt.aux < sent_pos;
                 if !stale {
                     self.roce_go_back(s, f);

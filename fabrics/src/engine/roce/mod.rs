@@ -176,15 +176,9 @@ pub struct RoceState {
     pub port_stats: Vec<RocePortStats>,
     // Per host: control packets (CNP, ACK, NACK) waiting for the NIC.
     ctrl_q: Vec<VecDeque<u32>>,
-    // Per flow.
-    last_cnp: Vec<SimTime>,
-    flow_timer_at: Vec<SimTime>,
-    last_tx: Vec<(SimTime, u32)>,
-    flow_active: Vec<bool>,
-    snd_acked: Vec<u64>,
-    rcv_expected: Vec<u64>,
-    nack_sent: Vec<bool>,
-    rto_at: Vec<SimTime>,
+    /// Per flow: its queue pair's sender side (one line, `qp.rs`) and receiver side.
+    send: Vec<qp::QpSend>,
+    recv: Vec<qp::QpRecv>,
     ecn: Option<RedEcn>,
     /// Refresh period used by deadlock detection (the shortest of the ports').
     window: Duration,
@@ -214,25 +208,16 @@ pub struct RoceState {
     node_stack: Vec<u32>,
     /// Wire bytes of a CNP and of an ACK/NACK.
     ctrl_wire: (u32, u32),
-    /// Highest byte offset each flow has sent (below it, a send is a retransmission).
-    sent_high: Vec<u64>,
-    /// Offset of the flow's last go-back (`u64::MAX`: none yet).
-    rewound_to: Vec<u64>,
     /// PFC edges found by MMU operations, applied once the operation is over.
     pending_edges: Vec<(u32, u8, PfcEdge)>,
     /// Every switch's headroom covers its bound: a lossless drop is a bug (panics).
     lossless_asserted: bool,
-    /// Go-back-N send window per flow, bytes (`u64::MAX`: none).
-    gbn_window: Vec<u64>,
     /// Rate samples `(flow, time, rate b/s)` in time order (`roce_rates.csv`).
     pub rate_samples: Vec<(u32, SimTime, u64)>,
     /// Sampling stopped at `rate_sample_max_rows`.
     pub rate_samples_truncated: bool,
     /// PFC watchdog per port (empty when off).
     watchdog: Vec<PfcWatchdog>,
-    /// Per flow: it runs a RoCEv2 queue pair (its path crosses a PFC link). The others are
-    /// GPU load/store traffic inside a server: line rate, no ACK, CNP or go-back-N.
-    qp: Vec<bool>,
     /// (port, priority) in a watchdog storm.
     storm: Vec<bool>,
     /// INT records of the packets in flight, by packet id (HPCC only; `None`: no INT).
@@ -363,18 +348,10 @@ impl RoceState {
     pub(in crate::engine) fn absorb_flows(&mut self, o: &RoceState, theirs_src: &[bool], theirs_dst: &[bool]) {
         for f in 0..theirs_src.len() {
             if theirs_src[f] {
-                self.flow_timer_at[f] = o.flow_timer_at[f];
-                self.last_tx[f] = o.last_tx[f];
-                self.flow_active[f] = o.flow_active[f];
-                self.snd_acked[f] = o.snd_acked[f];
-                self.rto_at[f] = o.rto_at[f];
-                self.sent_high[f] = o.sent_high[f];
-                self.rewound_to[f] = o.rewound_to[f];
+                self.send[f] = o.send[f];
             }
             if theirs_dst[f] {
-                self.last_cnp[f] = o.last_cnp[f];
-                self.rcv_expected[f] = o.rcv_expected[f];
-                self.nack_sent[f] = o.nack_sent[f];
+                self.recv[f] = o.recv[f];
             }
         }
     }
@@ -653,7 +630,7 @@ impl Fabric {
         }
         let n_flows = self.flows.len();
         let frame = cfg.frame;
-        let gbn_window = (0..n_flows as u32)
+        let send = (0..n_flows as u32)
             .map(
                 |f| match (cfg.go_back_n.filter(|_| qp_line[f as usize].is_some()), cfg.gbn_window) {
                     (None, _) | (_, GbnWindow::Unlimited) => u64::MAX,
@@ -664,6 +641,8 @@ impl Fabric {
                     }
                 },
             )
+            .zip(&qp_line)
+            .map(|(gbn_window, line)| qp::QpSend::new(line.is_some(), gbn_window))
             .collect();
         let (watchdog, storm) = match cfg.pfc_watchdog {
             Some(w) => (vec![PfcWatchdog::new(w); n_ports], vec![false; n_ports * NP]),
@@ -681,14 +660,8 @@ impl Fabric {
             timer_at: vec![SimTime::MAX; n_ports],
             port_stats: vec![RocePortStats::default(); n_ports],
             ctrl_q: vec![VecDeque::new(); self.nics.len()],
-            last_cnp: vec![SimTime::MAX; n_flows],
-            flow_timer_at: vec![SimTime::MAX; n_flows],
-            last_tx: vec![(SimTime::ZERO, 0); n_flows],
-            flow_active: vec![false; n_flows],
-            snd_acked: vec![0; n_flows],
-            rcv_expected: vec![0; n_flows],
-            nack_sent: vec![false; n_flows],
-            rto_at: vec![SimTime::MAX; n_flows],
+            send,
+            recv: vec![qp::QpRecv::default(); n_flows],
             ecn,
             window,
             totals: RoceTotals::default(),
@@ -707,16 +680,12 @@ impl Fabric {
             nodes_seen: deadlock::Visited::new(n_nodes),
             node_stack: Vec::new(),
             ctrl_wire: (frame.cnp_wire_bytes(), frame.ack_wire_bytes()),
-            sent_high: vec![0; n_flows],
-            rewound_to: vec![u64::MAX; n_flows],
             pending_edges: Vec::new(),
             lossless_asserted,
-            gbn_window,
             rate_samples: Vec::new(),
             rate_samples_truncated: false,
             watchdog,
             storm,
-            qp: qp_line.iter().map(|l| l.is_some()).collect(),
             int: cfg.cc.needs_int().then(int::IntTable::default),
             hpcc_base_rtt: match &cfg.cc {
                 RoceCc::Hpcc(p) => Some(p.base_rtt.unwrap_or(hpcc_auto_rtt)),

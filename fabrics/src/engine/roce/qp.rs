@@ -5,6 +5,77 @@
 
 use super::*;
 
+/// The sender side of a flow's queue pair: what a send, an ACK and the flow's timer read and
+/// write together, so it is one cache line (a layout test pins it); by flow index in
+/// `RoceState`. Its receiver side is [`QpRecv`], kept by the destination.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub(super) struct QpSend {
+    /// When the flow's `FlowTimer` is armed for (`SimTime::MAX`: not armed).
+    pub(super) flow_timer_at: SimTime,
+    /// When the last packet was sent, and its wire bytes (TIMELY's and HPCC's pacing).
+    last_tx_at: SimTime,
+    last_tx_wire: u32,
+    /// The flow runs a RoCEv2 queue pair (its path crosses a PFC link). The other flows are
+    /// GPU load/store traffic inside a server: line rate, no ACK, CNP or go-back-N.
+    pub(super) qp: bool,
+    /// The flow is in its NIC's round-robin (it has data it may send).
+    pub(super) flow_active: bool,
+    /// Bytes acknowledged (cumulative).
+    pub(super) snd_acked: u64,
+    /// The go-back-N timeout (`SimTime::MAX`: not armed).
+    pub(super) rto_at: SimTime,
+    /// Highest byte offset sent (below it, a send is a retransmission).
+    pub(super) sent_high: u64,
+    /// Offset of the last go-back (`u64::MAX`: none yet).
+    pub(super) rewound_to: u64,
+    /// Go-back-N send window, bytes (`u64::MAX`: none).
+    pub(super) gbn_window: u64,
+}
+
+impl QpSend {
+    pub(super) fn new(qp: bool, gbn_window: u64) -> QpSend {
+        QpSend {
+            flow_timer_at: SimTime::MAX,
+            last_tx_at: SimTime::ZERO,
+            last_tx_wire: 0,
+            qp,
+            flow_active: false,
+            snd_acked: 0,
+            rto_at: SimTime::MAX,
+            sent_high: 0,
+            rewound_to: u64::MAX,
+            gbn_window,
+        }
+    }
+
+    /// When the last packet was sent and its wire bytes.
+    pub(super) fn last_tx(&self) -> (SimTime, u32) {
+        (self.last_tx_at, self.last_tx_wire)
+    }
+}
+
+/// The receiver side of a flow's queue pair, kept by its destination.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct QpRecv {
+    /// When the last CNP was sent (`SimTime::MAX`: none yet).
+    pub(super) last_cnp: SimTime,
+    /// The next byte offset expected in order.
+    pub(super) rcv_expected: u64,
+    /// A NACK was sent for the current gap (one per gap).
+    pub(super) nack_sent: bool,
+}
+
+impl Default for QpRecv {
+    fn default() -> Self {
+        QpRecv {
+            last_cnp: SimTime::MAX,
+            rcv_expected: 0,
+            nack_sent: false,
+        }
+    }
+}
+
 impl Fabric {
     /// The base RTT of flow `f`'s path, ps: per hop both ways, propagation and port-to-port
     /// latency; one maximum frame forward and one ACK (`ack_wire` bytes) back of serialization.
@@ -72,10 +143,10 @@ impl Fabric {
         at: SimTime,
     ) {
         let r = self.rs();
-        if r.flow_timer_at[f as usize] <= at {
+        if r.send[f as usize].flow_timer_at <= at {
             return;
         }
-        r.flow_timer_at[f as usize] = at;
+        r.send[f as usize].flow_timer_at = at;
         let o = self.flow_timer_origin(f);
         s.schedule(at, o, Ev::FlowTimer(f));
     }
@@ -83,7 +154,7 @@ impl Fabric {
     /// After any congestion-control hook or go-back-N change: keep flow `f`'s timer armed.
     pub(in crate::engine) fn roce_rearm_flow<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
         let cc_t = self.flow_state[f as usize].cc.next_timer().unwrap_or(SimTime::MAX);
-        let at = cc_t.min(self.rr().rto_at[f as usize]);
+        let at = cc_t.min(self.rr().send[f as usize].rto_at);
         if at != SimTime::MAX {
             self.roce_arm_flow_timer(s, f, at.max(s.now()));
         }
@@ -102,23 +173,23 @@ impl Fabric {
         if let Some(int) = self.rs().int.as_mut() {
             int.clear(id);
         }
-        let gbn = self.rr().cfg.go_back_n.filter(|_| self.rr().qp[f as usize]);
+        let gbn = self.rr().cfg.go_back_n.filter(|_| self.rr().send[f as usize].qp);
         let payload = self.packets.get(id).payload_bytes as u64;
         let r = self.rs();
-        r.last_tx[f as usize] = (now, wire);
-        if seq < r.sent_high[f as usize] {
+        (r.send[f as usize].last_tx_at, r.send[f as usize].last_tx_wire) = (now, wire);
+        if seq < r.send[f as usize].sent_high {
             r.totals.retransmitted += 1;
         }
-        r.sent_high[f as usize] = r.sent_high[f as usize].max(seq + payload);
+        r.send[f as usize].sent_high = r.send[f as usize].sent_high.max(seq + payload);
         if let Some(rto) = gbn
-            && r.rto_at[f as usize] == SimTime::MAX
+            && r.send[f as usize].rto_at == SimTime::MAX
         {
-            r.rto_at[f as usize] = now + rto;
+            r.send[f as usize].rto_at = now + rto;
         }
         if self.flow_state[f as usize].unsent_bytes > 0 {
             self.nics[h as usize].active.push_back(f);
         } else {
-            self.rs().flow_active[f as usize] = false;
+            self.rs().send[f as usize].flow_active = false;
         }
         self.roce_rearm_flow(s, f);
         id
@@ -138,7 +209,7 @@ impl Fabric {
         let r = self.rs();
         let (cnp_wire, ack_wire) = r.ctrl_wire;
         let prio = r.cfg.control_priority;
-        let aux = r.rcv_expected[f as usize];
+        let aux = r.recv[f as usize].rcv_expected;
         let wire = match kind {
             PacketKind::Cnp => {
                 r.totals.cnps_sent += 1;
@@ -180,16 +251,16 @@ impl Fabric {
         let f = pkt.flow;
         let r = self.rs();
         // Load/store flows inside a server have no queue pair: no ACK, no go-back-N.
-        let qp = r.qp[f as usize];
+        let qp = r.send[f as usize].qp;
         let gbn = qp && r.cfg.go_back_n.is_some();
         let acks = qp && (r.cfg.acks || gbn || r.cfg.cc.needs_acks());
         // HPCC: the records the data packet collected, for its ACK (read before it is freed).
         let int = r.int.as_ref().map(|t| t.get(id));
-        let exp = r.rcv_expected[f as usize];
+        let exp = r.recv[f as usize].rcv_expected;
         let mut reply = None;
         if !gbn || pkt.aux == exp {
-            r.rcv_expected[f as usize] += pkt.payload_bytes as u64;
-            r.nack_sent[f as usize] = false;
+            r.recv[f as usize].rcv_expected += pkt.payload_bytes as u64;
+            r.recv[f as usize].nack_sent = false;
             self.deliver(s, id);
             if acks {
                 reply = Some(PacketKind::Ack);
@@ -197,8 +268,8 @@ impl Fabric {
         } else {
             // Out of order (a gap: NACK once per gap) or a duplicate (ACK again).
             r.totals.receiver_discards += 1;
-            if pkt.aux > exp && !r.nack_sent[f as usize] {
-                r.nack_sent[f as usize] = true;
+            if pkt.aux > exp && !r.recv[f as usize].nack_sent {
+                r.recv[f as usize].nack_sent = true;
                 reply = Some(PacketKind::Nack);
             } else if pkt.aux < exp {
                 reply = Some(PacketKind::Ack);
@@ -210,9 +281,9 @@ impl Fabric {
         }
         if pkt.marked {
             let r = self.rs();
-            let last = r.last_cnp[f as usize];
+            let last = r.recv[f as usize].last_cnp;
             if last == SimTime::MAX || now >= last + r.cfg.cnp_interval {
-                r.last_cnp[f as usize] = now;
+                r.recv[f as usize].last_cnp = now;
                 let _ = self.roce_send_control(s, f, PacketKind::Cnp, now);
             }
         }
@@ -234,17 +305,17 @@ impl Fabric {
     ) {
         let now = s.now();
         let r = self.rs();
-        let old = r.snd_acked[f as usize];
+        let old = r.send[f as usize].snd_acked;
         if cum > old {
-            r.snd_acked[f as usize] = cum;
+            r.send[f as usize].snd_acked = cum;
             if let Some(rto) = r.cfg.go_back_n {
                 let size = self.flows[f as usize].size.get();
                 let r = self.rs();
-                r.rto_at[f as usize] = if cum >= size { SimTime::MAX } else { now + rto };
+                r.send[f as usize].rto_at = if cum >= size { SimTime::MAX } else { now + rto };
             }
             self.flow_state[f as usize].cc.on_ack(now, cum - old, rtt);
             let windowed = self.flow_state[f as usize].cc.window_bytes().is_some();
-            if windowed || self.rr().gbn_window[f as usize] != u64::MAX {
+            if windowed || self.rr().send[f as usize].gbn_window != u64::MAX {
                 let src = self.flows[f as usize].src;
                 let p = self.nics[src as usize].port;
                 self.roce_kick(s, p);
@@ -270,7 +341,7 @@ impl Fabric {
         let snd_nxt = self.flows[f as usize].size.get() - self.flow_state[f as usize].unsent_bytes;
         let st = &mut self.flow_state[f as usize];
         st.cc.on_ack_int(now, cum, snd_nxt, stack.hops());
-        let (t0, wire) = self.rr().last_tx[f as usize];
+        let (t0, wire) = self.rr().send[f as usize].last_tx();
         let st = &mut self.flow_state[f as usize];
         if wire == 0 || st.unsent_bytes == 0 {
             return;
@@ -279,7 +350,7 @@ impl Fabric {
         if at != st.next_send_at && st.next_send_at > now {
             let earlier = at < st.next_send_at;
             st.next_send_at = at;
-            if earlier && self.rr().flow_active[f as usize] {
+            if earlier && self.rr().send[f as usize].flow_active {
                 let src = self.flows[f as usize].src;
                 self.nic_wake_at(s, src, at);
             }
@@ -289,15 +360,15 @@ impl Fabric {
     /// Go-back-N: resend flow `f` from the first byte the receiver lacks.
     pub(in crate::engine) fn roce_go_back<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
         let size = self.flows[f as usize].size.get();
-        let acked = self.rr().snd_acked[f as usize];
+        let acked = self.rr().send[f as usize].snd_acked;
         if acked >= size {
             return;
         }
         self.flow_state[f as usize].unsent_bytes = size - acked;
-        self.rs().rewound_to[f as usize] = acked;
+        self.rs().send[f as usize].rewound_to = acked;
         let src = self.flows[f as usize].src;
-        if !self.rr().flow_active[f as usize] {
-            self.rs().flow_active[f as usize] = true;
+        if !self.rr().send[f as usize].flow_active {
+            self.rs().send[f as usize].flow_active = true;
             self.nics[src as usize].active.push_back(f);
         }
         let p = self.nics[src as usize].port;
@@ -308,33 +379,46 @@ impl Fabric {
     /// packet), go-back-N timeout.
     pub(in crate::engine) fn roce_on_flow_timer<Q: EventQueue<Ev>>(&mut self, s: &mut Scheduler<Ev, Q>, f: u32) {
         let now = s.now();
-        if self.rr().flow_timer_at[f as usize] != now {
+        if self.rr().send[f as usize].flow_timer_at != now {
             return;
         }
-        self.rs().flow_timer_at[f as usize] = SimTime::MAX;
+        self.rs().send[f as usize].flow_timer_at = SimTime::MAX;
         let st = &mut self.flow_state[f as usize];
         if st.cc.next_timer().is_some_and(|t| t <= now) {
             st.cc.on_timer(now);
             // The next packet was paced at the old rate: bring it forward to the new one.
-            let (t0, wire) = self.rr().last_tx[f as usize];
+            let (t0, wire) = self.rr().send[f as usize].last_tx();
             let st = &mut self.flow_state[f as usize];
             if wire > 0 {
                 let at = (t0 + serialization_time(Bytes(wire as u64), st.cc.rate())).max(now);
                 if at < st.next_send_at {
                     st.next_send_at = at;
                     let src = self.flows[f as usize].src;
-                    if self.rr().flow_active[f as usize] {
+                    if self.rr().send[f as usize].flow_active {
                         self.nic_wake_at(s, src, at);
                     }
                 }
             }
         }
-        if self.rr().rto_at[f as usize] <= now {
+        if self.rr().send[f as usize].rto_at <= now {
             let r = self.rs();
             r.totals.timeouts += 1;
-            r.rto_at[f as usize] = now + r.cfg.go_back_n.expect("a timeout needs go-back-N");
+            r.send[f as usize].rto_at = now + r.cfg.go_back_n.expect("a timeout needs go-back-N");
             self.roce_go_back(s, f);
         }
         self.roce_rearm_flow(s, f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_pairs_sender_side_is_one_cache_line() {
+        // A send, an ACK and the flow's timer read it together; the NIC's prefetch asks for
+        // one line.
+        assert_eq!(std::mem::size_of::<QpSend>(), 64);
+        assert_eq!(std::mem::align_of::<QpSend>(), 64);
     }
 }
