@@ -220,6 +220,11 @@ pub struct RoceState {
     watchdog: Vec<PfcWatchdog>,
     /// (port, priority) in a watchdog storm.
     storm: Vec<bool>,
+    /// Switch arrivals may pass straight through an idle egress (`roce_switch_pass`); off
+    /// only in the test that checks the pass-through changes nothing.
+    pass_through: bool,
+    /// Packets that passed straight through (a diagnostic, in no report).
+    passes: u64,
     /// INT records of the packets in flight, by packet id (HPCC only; `None`: no INT).
     int: Option<int::IntTable>,
     /// HPCC's base RTT T in effect (`auto` resolved), `None` without HPCC.
@@ -686,6 +691,8 @@ impl Fabric {
             rate_samples_truncated: false,
             watchdog,
             storm,
+            pass_through: true,
+            passes: 0,
             int: cfg.cc.needs_int().then(int::IntTable::default),
             hpcc_base_rtt: match &cfg.cc {
                 RoceCc::Hpcc(p) => Some(p.base_rtt.unwrap_or(hpcc_auto_rtt)),
@@ -895,7 +902,7 @@ impl Fabric {
         // An idle egress with nothing queued sends the packet at once: it skips the queue's
         // ring and the pick, with every other effect of the two (counters, ECN, statistics,
         // MMU) the same and in the same order.
-        let through = x != out && self.roce_switch_idle_for(now, out, prio, pkt.wire_bytes);
+        let through = x != out && self.rr().pass_through && self.roce_switch_idle_for(now, out, prio, pkt.wire_bytes);
         let r = self.rs();
         let i = RoceState::ix(out, prio);
         let mut mark = false;
