@@ -176,15 +176,17 @@ impl Fabric {
         let gbn = self.rr().cfg.go_back_n.filter(|_| self.rr().send[f as usize].qp);
         let payload = self.packets.get(id).payload_bytes as u64;
         let r = self.rs();
-        (r.send[f as usize].last_tx_at, r.send[f as usize].last_tx_wire) = (now, wire);
-        if seq < r.send[f as usize].sent_high {
-            r.totals.retransmitted += 1;
-        }
-        r.send[f as usize].sent_high = r.send[f as usize].sent_high.max(seq + payload);
+        let qp = &mut r.send[f as usize];
+        (qp.last_tx_at, qp.last_tx_wire) = (now, wire);
+        let resent = seq < qp.sent_high;
+        qp.sent_high = qp.sent_high.max(seq + payload);
         if let Some(rto) = gbn
-            && r.send[f as usize].rto_at == SimTime::MAX
+            && qp.rto_at == SimTime::MAX
         {
-            r.send[f as usize].rto_at = now + rto;
+            qp.rto_at = now + rto;
+        }
+        if resent {
+            r.totals.retransmitted += 1;
         }
         if self.flow_state[f as usize].unsent_bytes > 0 {
             self.nics[h as usize].active.push_back(f);
