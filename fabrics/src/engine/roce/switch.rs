@@ -246,7 +246,7 @@ impl Fabric {
     /// certain (a strict priority, or a DWRR quantum that covers the frame, so that the
     /// pick's closed form applies).
     #[inline(always)]
-    pub(in crate::engine) fn roce_switch_idle_for(&self, now: SimTime, p: u32, prio: u8, wire: u32) -> bool {
+    pub(super) fn roce_switch_idle_for(&self, now: SimTime, p: u32, prio: u8, wire: u32) -> bool {
         let port = &self.ports[p as usize];
         if port.busy_until > now || port.txdone_pending || port.ctrl_pending != 0 {
             return false;
@@ -269,7 +269,7 @@ impl Fabric {
     /// may send goes out on `x`, never `p`. The queue's deficit stays zero, as the pick leaves
     /// an emptied queue's.
     #[inline(always)]
-    pub(in crate::engine) fn roce_switch_pass<Q: EventQueue<Ev>>(
+    pub(super) fn roce_switch_pass<Q: EventQueue<Ev>>(
         &mut self,
         s: &mut Scheduler<Ev, Q>,
         p: u32,
@@ -278,8 +278,7 @@ impl Fabric {
         x: u32,
     ) {
         let now = s.now();
-        let wire = self.packets.get(id).wire_bytes;
-        debug_assert!(self.roce_switch_idle_for(now, p, prio, wire));
+        debug_assert!(self.roce_switch_idle_for(now, p, prio, self.packets.get(id).wire_bytes));
         let r = self.rs();
         r.passes += 1;
         if r.cfg.strict_mask & (1 << prio) == 0 {
