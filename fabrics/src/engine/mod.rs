@@ -49,6 +49,8 @@ mod partition;
 mod port;
 mod results;
 mod roce;
+#[cfg(test)]
+mod testing;
 
 pub use capture::{Capture, CapturedPacket, MAX_CAPTURED_PACKETS};
 pub use config::*;

@@ -429,6 +429,11 @@ pub struct IbState {
     /// Per ingress port on a PFC link (a NIC's network side; empty elsewhere): PAUSE the
     /// sender when a lane's free blocks fall below `.0`, RESUME at `.1` (`set_pfc_receiver`).
     pfc_free_blocks: Vec<(u32, u32)>,
+    /// Whether a packet that finds its output idle goes straight on
+    /// ([`Fabric::ib_switch_pass`]); off only in the test that compares the two.
+    pass_through: bool,
+    /// Packets that went straight on.
+    passes: u64,
 }
 
 impl IbState {
@@ -525,6 +530,8 @@ impl IbState {
             stall_edges: BTreeMap::new(),
             unresolved: BTreeMap::new(),
             pfc_free_blocks: vec![(0, 0); n],
+            pass_through: true,
+            passes: 0,
             cfg,
         }
     }
@@ -799,6 +806,7 @@ impl Fabric {
             self.drop_packet(x, id);
             return;
         }
+        let unlimited_speedup = self.cfg.crossbar.speedup_percent.is_none();
         let ib = self.ibs();
         let i = ib.ix(x, vl);
         assert!(
@@ -820,6 +828,29 @@ impl Fabric {
         let was_empty = !voq && ib.inq[i].is_empty();
         let voq_len_before = if voq { ib.voq[o].len() } else { 0 };
         let voq_was_empty = voq && voq_len_before == 0;
+        // Straight on where the output is idle (`ib_switch_idle_for`), for a packet that would
+        // head its FIFO or queue: a crossbar's arbiter takes the oldest at once only if it
+        // needs no scan and no input can be busy.
+        let would_head = was_empty || (voq_was_empty && unlimited_speedup && ib.xbar.oldest_when_all_free());
+        if would_head
+            && fc == LinkFc::Credit
+            && x != out
+            && ib.pass_through
+            && self.ib_switch_idle_for(
+                s,
+                (out, vl),
+                voq,
+                self.blocks_on(out, pkt.payload_bytes, pkt.wire_bytes),
+            )
+        {
+            self.ports[out as usize].stats.queue_bytes.set(now, out_total);
+            let pk = self.packets.get_mut(id);
+            pk.ingress_port = x;
+            pk.next_port = out;
+            self.ib_switch_pass(s, (out, vl), x, id, voq);
+            return;
+        }
+        let ib = self.ibs();
         if voq {
             ib.voq[o].push_back(VoqEntry { id, ingress: x });
             ib.voq_vote(i, out);

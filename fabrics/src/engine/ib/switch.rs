@@ -249,10 +249,33 @@ impl Fabric {
             self.ib_cause_may_change(s, x, vl);
             (x, id)
         };
+        self.ib_switch_send(s, (p, vl), x, id, low_waiting);
+        // The input's next packet competes now.
+        if !voq {
+            self.ib_new_head(s, x, vl);
+        }
+    }
+
+    /// Output (`p`, `vl`), chosen by the VL arbiter (`low_waiting`: a low-priority VL was
+    /// ready too), sends packet `id` from input `x`: the arbiter charged, the credits spent,
+    /// the output's queue and its stall closed, FECN marked (IB CC), the input's blocks held
+    /// until the packet is out. Shared by the arbitration and the pass-through.
+    #[inline(always)]
+    fn ib_switch_send<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        (p, vl): (u32, u8),
+        x: u32,
+        id: u32,
+        low_waiting: bool,
+    ) {
+        let now = s.now();
+        let fc = self.ports[p as usize].link_fc;
         let pkt = *self.packets.get(id);
         let b = self.pkt_blocks_on(p, id);
         let b_in = self.pkt_blocks_on(x, id);
         let ib = self.ibs();
+        let o = ib.ix(p, vl);
         ib.out[p as usize].arb.charge(b, low_waiting);
         if fc == LinkFc::Credit {
             ib.tx[o].fctbs += b as u64;
@@ -286,10 +309,89 @@ impl Fabric {
         }
         let done = self.transmit(s, p, id, pkt.tail_at);
         self.ib_arm_txdone(s, p, done);
-        // The input's next packet competes now.
-        if !voq {
-            self.ib_new_head(s, x, vl);
+    }
+
+    /// Whether a packet arriving for output (`out`, `vl`), `blocks` long on it, can go
+    /// straight on: the arbitration would send it at once, because the output is idle (no
+    /// `TxDone` ahead, no flow-control packet queued), nothing waits for it on any VL (no
+    /// requesting input FIFO, or an empty virtual output queue), and its credits cover the
+    /// packet. Takes in the flow-control packets that have arrived, as the arbitration's look
+    /// would (a second look finds none). Where it answers no, the packet queues and the
+    /// arbitration decides.
+    #[inline]
+    pub(in crate::engine) fn ib_switch_idle_for<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &Scheduler<Ev, Q>,
+        (out, vl): (u32, u8),
+        voq: bool,
+        blocks: u32,
+    ) -> bool {
+        let port = &mut self.ports[out as usize];
+        if port.txdone_pending || port.link_fc != LinkFc::Credit {
+            return false;
         }
+        if port.txdone_deferred {
+            // A flow-control packet's end still ahead keeps the port: the arbitration will
+            // schedule its `TxDone`. One behind is forgotten, as the arbitration forgets it.
+            if !s.precedes_current(port.busy_until, Origin(out)) {
+                return false;
+            }
+            port.txdone_deferred = false;
+        }
+        self.ib_device_looks(s, out);
+        let ib = self.ibr();
+        if !ib.out[out as usize].ctrl.is_empty() {
+            return false;
+        }
+        let lanes = ib.ix(out, 0)..ib.ix(out + 1, 0);
+        let waiting = if voq {
+            ib.voq[lanes].iter().any(|q| !q.is_empty())
+        } else {
+            ib.requests[lanes].iter().any(|r| !r.is_empty())
+        };
+        !waiting && blocks as u64 <= ib.avail(out, vl)
+    }
+
+    /// Packet `id` from input (`x`, `vl`) goes straight out of `out`
+    /// ([`Fabric::ib_switch_idle_for`] said it may). It leaves what joining the queue and
+    /// being taken off it at this instant would: a virtual output queue's majority vote cast
+    /// and withdrawn, the HOQLife timer armed as for a new head (the deadline itself is gone
+    /// with the packet), the VL arbiter asked with this VL alone ready, and the departure the
+    /// arbitration's. The queue, the requests and the congestion tree's head changes inside
+    /// the instant are skipped: no other event sees them.
+    pub(in crate::engine) fn ib_switch_pass<Q: EventQueue<Ev>>(
+        &mut self,
+        s: &mut Scheduler<Ev, Q>,
+        (out, vl): (u32, u8),
+        x: u32,
+        id: u32,
+        voq: bool,
+    ) {
+        let now = s.now();
+        let ib = self.ibs();
+        ib.passes += 1;
+        let life = ib.hoq_of_out(out);
+        let i = ib.ix(x, vl);
+        if voq {
+            ib.voq_vote(i, out);
+            ib.voq_unvote(i, out);
+            if let Some(life) = life {
+                // (The queue's deadline, set and cleared again, stays `MAX`.)
+                debug_assert_eq!(ib.voq_deadline[ib.ix(out, vl)], SimTime::MAX);
+                self.ib_arm_timer(s, out, now + life);
+            }
+            // The vote may name another output now.
+            self.ib_cause_may_change(s, x, vl);
+        } else if let Some(life) = life {
+            ib.rx[i].head_deadline = now + life;
+            self.ib_arm_timer(s, x, now + life);
+        }
+        let ib = self.ibs();
+        let alone = |v: u8| v == vl;
+        let low_waiting = VlArbiter::low_ready(&ib.cfg.vlarb, alone);
+        let picked = ib.out[out as usize].arb.pick(&ib.cfg.vlarb, alone);
+        debug_assert_eq!(picked, Some(vl), "every VL has a table entry of non-zero weight");
+        self.ib_switch_send(s, (out, vl), x, id, low_waiting);
     }
 
     pub(in crate::engine) fn ib_arm_txdone<Q: EventQueue<Ev>>(
@@ -377,6 +479,104 @@ impl Fabric {
         match ib.inq[ib.ix(x, vl)].front() {
             Some(&id) => self.packets.get(id).next_port,
             None => u32::MAX,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineConfig;
+    use crate::ib::{IbCcConfig, IbConfig, VlArbConfig, VlArbEntry};
+    use crate::routing::Routes;
+    use crate::topology::{LinkInfo, LinkKind, fat_tree};
+    use sim_core::{BitsPerSec, RunLimits, WheelQueue};
+
+    /// Runs 16 hosts of a k=4 fat-tree for 300 us on two VLs, each in both arbitration
+    /// tables, with IB CC marking, a shared pool, small buffers (credit stalls, a congestion
+    /// tree) and HOQLife short enough to drop: `testing::mixed_flows`, with a 12-to-1 incast.
+    /// Returns everything the run leaves that the pass-through could change, how many packets
+    /// passed, and the InfiniBand counters.
+    fn mixed_run(pass_through: bool, switch_voq: bool) -> (String, u64, IbTotals) {
+        let link = LinkInfo {
+            rate: BitsPerSec::from_gbps(100),
+            delay: Duration::from_ns(300),
+            kind: LinkKind::Network,
+        };
+        let topo = fat_tree::build(4, link, link).expect("a k=4 fat-tree");
+        let ib = IbConfig {
+            vl_buffer_blocks: 160,
+            shared_pool_blocks: 96,
+            switch_voq,
+            cc: Some(IbCcConfig::default()),
+            // 4.096 us towards hosts, 8.192 us between switches.
+            hoq_life_leaf: 0,
+            hoq_life_switch: 1,
+            // Each VL in both tables: a VL sent alone from the high table still counts
+            // against `LimitOfHighPriority`, as the low table has it ready too.
+            vlarb: VlArbConfig {
+                high: vec![VlArbEntry { vl: 0, weight: 4 }, VlArbEntry { vl: 1, weight: 2 }],
+                low: vec![VlArbEntry { vl: 1, weight: 4 }, VlArbEntry { vl: 0, weight: 2 }],
+                high_limit: 1,
+            },
+            ..IbConfig::with_vls(2)
+        };
+        let flows = crate::engine::testing::mixed_flows([1, 0], 4);
+        let cfg = EngineConfig {
+            ib: Some(ib),
+            ..Default::default()
+        };
+        let mut f = Fabric::new(&topo, Routes::ecmp(&topo), cfg, flows).expect("valid engine inputs");
+        f.ibs().pass_through = pass_through;
+        let mut s = f.scheduler::<WheelQueue<_>>();
+        let limits = RunLimits {
+            end_time: Some(SimTime::ZERO + Duration::from_us(300)),
+            // (A mistake that loops shows as a difference, not a hang.)
+            max_events: Some(2_000_000),
+            ..Default::default()
+        };
+        let report = sim_core::run(&mut f, &mut s, &limits, |_| std::ops::ControlFlow::Continue(()));
+        let ib = f.ibr();
+        let queued: Vec<_> = ib
+            .inq
+            .iter()
+            .map(|q| q.len())
+            .chain(ib.voq.iter().map(|q| q.len()))
+            .collect();
+        let state = format!(
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{} {}",
+            f.flow_records(),
+            f.totals(),
+            ib.totals,
+            ib.port_stats,
+            ib.congestion_edges(),
+            ib.out,
+            ib.tx,
+            ib.rx,
+            ib.voq_cause,
+            ib.voq_deadline,
+            queued,
+            report.events,
+            s.now()
+        );
+        (state, ib.passes, ib.totals.clone())
+    }
+
+    /// A packet that passes straight through an idle output leaves what the queue and the
+    /// arbitration would have, with virtual output queues and with input FIFOs: the same run
+    /// with the pass-through and without ends in the same flow records, totals, InfiniBand
+    /// counters, congestion tree, arbiters, lanes, deadlines, queues and event count, and the
+    /// pass-through did take many packets while HOQLife dropped some and IB CC marked some.
+    #[test]
+    fn passing_straight_through_is_what_the_queue_and_the_arbitration_do() {
+        for switch_voq in [true, false] {
+            let (with, passes, totals) = mixed_run(true, switch_voq);
+            let (without, none, _) = mixed_run(false, switch_voq);
+            assert_eq!(none, 0);
+            assert!(passes > 1_000, "{passes} packets passed through (voq {switch_voq})");
+            assert!(totals.hoq_drops > 0, "HOQLife dropped (voq {switch_voq}): {totals:?}");
+            assert!(totals.fecn_marked > 0, "IB CC marked (voq {switch_voq}): {totals:?}");
+            assert_eq!(with, without, "voq {switch_voq}");
         }
     }
 }

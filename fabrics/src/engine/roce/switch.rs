@@ -382,7 +382,6 @@ mod tests {
         use crate::engine::EngineConfig;
         use crate::routing::Routes;
         use crate::topology::{LinkInfo, LinkKind, fat_tree};
-        use crate::traffic::FlowSpec;
         use sim_core::{RunLimits, WheelQueue};
         let link = LinkInfo {
             rate: BitsPerSec::from_gbps(100),
@@ -398,16 +397,7 @@ mod tests {
             ..Default::default()
         };
         roce.dwrr_quantum_bytes[1] = 1500;
-        let flow = |src: u32, dst: u32, size: u64, class: u8| FlowSpec {
-            src,
-            dst,
-            size: Bytes(size),
-            class,
-            ..Default::default()
-        };
-        let mut flows: Vec<FlowSpec> = (0..16u32).map(|h| flow(h, (h + 5) % 16, 400_000, 3)).collect();
-        flows.extend((0..16u32).map(|h| flow(h, (h + 3) % 16, 250_000, 1)));
-        flows.extend((10..16u32).map(|h| flow(h, 0, 300_000, 3)));
+        let flows = crate::engine::testing::mixed_flows([3, 1], 10);
         let cfg = EngineConfig {
             roce: Some(roce),
             ..Default::default()
