@@ -992,6 +992,15 @@ impl Fabric {
                     prefetch(slot);
                 }
             }
+            (1, Some(Ev::CtrlArrive(_))) => {
+                // The control link to the port at the far end, whose first frame this is.
+                sim_core::prefetch_at(&self.ctrl_links, port.peer_port as usize);
+            }
+            (0, Some(Ev::CtrlArrive(_))) => {
+                if let Some(slot) = self.ctrl_links.get(port.peer_port as usize).and_then(|l| l.pipe.head()) {
+                    prefetch(slot);
+                }
+            }
             (1, Some(Ev::TxDone(_))) => {
                 if port.device == Device::OqSwitch
                     && let Some(slot) = port.queue.front()

@@ -797,6 +797,15 @@ impl Fabric {
         } else {
             self.route_ib(s, node, id)
         };
+        // An idle output takes in the flow-control packets that have reached it before it
+        // sends: the first one's slot, asked for now (the pipeline asked for the link's line
+        // an event ahead; the slot's address is in it).
+        let ctrl = &self.ctrl_links[out as usize];
+        if ctrl.fc.first_at <= now
+            && let Some(slot) = ctrl.pipe.head()
+        {
+            sim_core::prefetch(slot);
+        }
         // The link's flow control, the same both ways (`LinkFc::of`): read on the sender's
         // port, whose line the arrival has in hand, not on `x`'s.
         let fc = self.ports[p as usize].link_fc;

@@ -28,6 +28,18 @@ impl Fabric {
                 // same line as the others).
                 ib.prefetch_input_lane(port.peer_port, 0);
             }
+            Ev::CtrlArrive(_) if port.peer_device == Device::CreditSwitch && stage < 2 => {
+                // Credits arrive as an event only where the switch output at the far end waits
+                // for them: it sends next. Its departure's records, one stage later than for
+                // its own `TxDone` (the head packet, that departure's last stage, is left out).
+                let x = port.peer_port;
+                if stage == 1
+                    && let Some(px) = self.ports.get(x as usize)
+                {
+                    px.prefetch_hot();
+                }
+                ib.prefetch_departure(self, x, stage + 1);
+            }
             Ev::Arrive(_) | Ev::CtrlArrive(_) if port.peer_device == Device::CreditHost && stage < 2 => {
                 // The HCA at the far end sends next: the flow-control packet returning the
                 // credits of the data it takes in, or the data the credits arriving let go.
@@ -119,6 +131,8 @@ impl IbState {
             1 => {
                 if let Some(&Some((x, vl, _))) = self.out.get(pu).map(|o| &o.tx_release) {
                     self.prefetch_input_lane(x, vl);
+                    // Its flow-control packet queues on `x`'s transmitter.
+                    prefetch_at(&self.out, x as usize);
                     if let Some(port) = f.ports.get(x as usize) {
                         // The flow-control packet advertising the freed space goes on `x`:
                         // its serializer and counters (its control pipe, at the far end
