@@ -893,6 +893,9 @@ impl Fabric {
         let head_in = if port.peer_device.cut_through() { now } else { done };
         // A link is FIFO: nothing overtakes what is already on the wire.
         let (arrive, first) = port.pipe.push_fifo(head_in + port.delay + port.peer_latency, on_wire);
+        if first {
+            port.head_hint = on_wire;
+        }
         self.packets.get_mut(id).tail_at = tail;
         let peer = port.peer_node;
         if !self.runs_node(peer) {
@@ -946,6 +949,7 @@ impl Fabric {
         let port = &mut self.ports[p as usize];
         let id = port.pipe.pop_due(now).id;
         if let Some(next) = port.pipe.head_time() {
+            port.head_hint = *port.pipe.head().expect("a head has a slot");
             let o = self.pipe_origin(p);
             s.schedule(next, o, Ev::Arrive(p));
         }
@@ -991,6 +995,13 @@ impl Fabric {
                 if let Some(slot) = port.pipe.head() {
                     prefetch(slot);
                 }
+                // The packet and where it goes, as the port's hint names them (stage 0 asks
+                // again for what the slot names).
+                let w = port.head_hint;
+                if let Some(pkt) = self.packets.slots_get(w.id) {
+                    prefetch(pkt);
+                }
+                self.prefetch_lane(port, w);
             }
             (1, Some(Ev::CtrlArrive(_))) => {
                 // The control link to the port at the far end, whose first frame this is.

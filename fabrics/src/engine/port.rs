@@ -105,6 +105,12 @@ pub struct Port {
     /// (a per-port array of its own cost a last-level miss in two of three departures at
     /// k=32, `docs/performance.md`, session 23).
     pub ctrl_pending: u64,
+    /// The packet at the head of the pipe when the head last changed here (pushed onto an
+    /// empty pipe, or the one behind an arrival): read by the prefetch pipeline an event
+    /// before it reads the pipe's slot, so it asks for the packet and where it goes a stage
+    /// earlier. A hint only: a head changed elsewhere (a partition's hand-over) leaves it
+    /// stale, which wastes a few requests and changes nothing else.
+    pub head_hint: OnWire,
     pub stats: PortStats,
     /// Packet ids waiting to be sent, FIFO.
     pub queue: VecDeque<u32>,
@@ -165,6 +171,7 @@ impl Port {
             queue: VecDeque::new(),
             queued_bytes: 0,
             ctrl_pending: 0,
+            head_hint: OnWire::new(u32::MAX, super::NO_LANE, 0),
             pipe: Pipe::new(),
             stats: PortStats::default(),
             framing: Framing::Native,
@@ -189,6 +196,8 @@ mod tests {
         assert_eq!(line(std::mem::offset_of!(Port, busy_until)), 0);
         assert_eq!(line(std::mem::offset_of!(Port, queued_bytes)), 1);
         assert_eq!(line(std::mem::offset_of!(Port, ctrl_pending)), 1);
+        assert_eq!(line(std::mem::offset_of!(Port, head_hint)), 1);
+        assert_eq!(std::mem::size_of::<Port>(), 256);
         assert_eq!(line(std::mem::offset_of!(Port, link_fc)), 1);
         let stats = std::mem::offset_of!(Port, stats);
         assert_eq!(line(stats + std::mem::offset_of!(PortStats, packets_tx)), 2);

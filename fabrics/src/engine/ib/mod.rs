@@ -789,7 +789,11 @@ impl Fabric {
             (port.peer_node, port.peer_port)
         };
         let pkt = *self.packets.get(id);
-        let b = self.pkt_blocks_on(x, id);
+        // The blocks it takes in `x`'s buffer, counted in the link's framing: the same at both
+        // ends (`framing_of`), so read on the sender's port, whose line the arrival has in
+        // hand (`x`'s would be a miss on a large fabric).
+        let b = self.pkt_blocks_on(p, id);
+        debug_assert_eq!(b, self.pkt_blocks_on(x, id), "a link frames alike both ways");
         let vl = pkt.vl;
         // Routed when it was put on the link (`Fabric::route_ahead`) where routing is static.
         let out = if self.ports[p as usize].routed_ahead {
