@@ -1535,3 +1535,61 @@ mod path_cache_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod framing_tests {
+    use super::*;
+    use crate::ib::IbConfig;
+    use crate::topology::cluster::{self, ClusterSpec, Network};
+    use crate::topology::hgx::{HgxSpec, PcieServerSpec, ServerSpec};
+    use crate::topology::{LinkInfo, LinkKind};
+    use sim_core::{BitsPerSec, Duration};
+
+    /// Both ends of every link frame a packet alike (`framing_of` looks at both), in GPU
+    /// clusters of HGX and of PCIe-only servers on InfiniBand and on RoCEv2, whose links of
+    /// every kind re-frame network packets: an InfiniBand switch's arrival counts a packet's
+    /// credit blocks on the sending port.
+    #[test]
+    fn a_link_frames_alike_both_ways() {
+        let link = |kind| LinkInfo {
+            rate: BitsPerSec::from_gbps(400),
+            delay: Duration::from_ns(500),
+            kind,
+        };
+        let servers = [
+            ServerSpec::Hgx(HgxSpec::h100()),
+            ServerSpec::PcieOnly(PcieServerSpec::new(crate::pcie::PcieGen::Gen5)),
+        ];
+        let mut kinds = std::collections::BTreeSet::new();
+        for server in servers {
+            for (roce, kind) in [(false, LinkKind::InfiniBand), (true, LinkKind::Ethernet)] {
+                let spec = ClusterSpec {
+                    n_servers: 2,
+                    server: server.clone(),
+                    network: Network::FatTree { k: 4 },
+                    nic_link: link(kind),
+                    fabric_link: link(kind),
+                    rail_optimised: false,
+                };
+                let topo = cluster::build(&spec).expect("a cluster");
+                let cfg = EngineConfig {
+                    mtu_bytes: 4096,
+                    ib: (!roce).then(IbConfig::default),
+                    roce: roce.then(RoceConfig::default),
+                    ..Default::default()
+                };
+                let f = Fabric::new(&topo, Routes::ecmp(&topo), cfg, Vec::new()).expect("a fabric");
+                for port in &f.ports {
+                    let peer = &f.ports[port.peer_port as usize];
+                    assert_eq!(
+                        port.framing, peer.framing,
+                        "ports of nodes {} and {}",
+                        port.node, peer.node
+                    );
+                    kinds.insert(format!("{:?}", port.framing));
+                }
+            }
+        }
+        assert!(kinds.len() >= 3, "framings met: {kinds:?}");
+    }
+}
