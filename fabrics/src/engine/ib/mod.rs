@@ -346,6 +346,12 @@ impl VlFifo {
         self.0 = entries | ((vl as u64) << (4 * n)) | (((n + 1) as u64) << Self::COUNT_SHIFT);
     }
 
+    /// The first VL queued, if any.
+    #[inline]
+    pub(super) fn front(self) -> Option<u8> {
+        (!self.is_empty()).then_some((self.0 & 0xF) as u8)
+    }
+
     #[inline]
     pub(super) fn pop_front(&mut self) -> Option<u8> {
         let n = self.len();
@@ -974,7 +980,13 @@ mod tests {
         assert_eq!(q.len(), 15);
         assert_eq!(q.pop_front(), Some(3));
         q.push_back(3); // room again: the queue turns over
-        let rest: Vec<u8> = std::iter::from_fn(|| q.pop_front()).collect();
+        let rest: Vec<u8> = std::iter::from_fn(|| {
+            let front = q.front();
+            let popped = q.pop_front();
+            assert_eq!(front, popped, "the front is what pops next");
+            popped
+        })
+        .collect();
         assert_eq!(rest, [0, 14, 7, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12, 13, 3]);
         assert!(q.is_empty());
         // VL 0 entries are not mistaken for an empty queue.

@@ -131,8 +131,12 @@ impl IbState {
             1 => {
                 if let Some(&Some((x, vl, _))) = self.out.get(pu).map(|o| &o.tx_release) {
                     self.prefetch_input_lane(x, vl);
-                    // Its flow-control packet queues on `x`'s transmitter.
+                    // Its flow-control packet queues on `x`'s transmitter, which, idle, first
+                    // takes in the flow-control packets that have reached it and lends the
+                    // lane its input's free pool.
                     prefetch_at(&self.out, x as usize);
+                    prefetch_at(&f.ctrl_links, x as usize);
+                    prefetch_at(&self.pool_free, x as usize);
                     if let Some(port) = f.ports.get(x as usize) {
                         // The flow-control packet advertising the freed space goes on `x`:
                         // its serializer and counters (its control pipe, at the far end
@@ -142,6 +146,15 @@ impl IbState {
                 }
                 if voq && let Some(slot) = self.voq.get(o).and_then(|q| q.front()) {
                     prefetch(slot);
+                }
+                if let Some(vl) = self.out.get(pu).and_then(|o| o.ctrl.front()) {
+                    // A flow-control packet queued on `p` goes first: the lane it advertises,
+                    // the port's pool and counters, and the link it goes on.
+                    self.prefetch_input_lane(p, vl);
+                    prefetch_at(&self.pool_free, pu);
+                    if let Some(port) = f.ports.get(pu) {
+                        prefetch_at(&f.ctrl_links, port.peer_port as usize);
+                    }
                 }
             }
             _ => {
