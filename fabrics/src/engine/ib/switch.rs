@@ -382,9 +382,13 @@ impl Fabric {
             }
             // The vote may name another output now.
             self.ib_cause_may_change(s, x, vl);
-        } else if let Some(life) = life {
-            ib.rx[i].head_deadline = now + life;
-            self.ib_arm_timer(s, x, now + life);
+        } else {
+            // As a new head of the FIFO (`ib_new_head`).
+            let deadline = life.map_or(SimTime::MAX, |life| now + life);
+            ib.rx[i].head_deadline = deadline;
+            if deadline != SimTime::MAX {
+                self.ib_arm_timer(s, x, deadline);
+            }
         }
         let ib = self.ibs();
         let alone = |v: u8| v == vl;
@@ -509,9 +513,9 @@ mod tests {
             shared_pool_blocks: 96,
             switch_voq,
             cc: Some(IbCcConfig::default()),
-            // 4.096 us towards hosts, 8.192 us between switches.
-            hoq_life_leaf: 0,
-            hoq_life_switch: 1,
+            // Off towards hosts, 4.096 us between switches: outputs of both kinds.
+            hoq_life_leaf: 20,
+            hoq_life_switch: 0,
             // Each VL in both tables: a VL sent alone from the high table still counts
             // against `LimitOfHighPriority`, as the low table has it ready too.
             vlarb: VlArbConfig {
