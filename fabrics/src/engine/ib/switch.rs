@@ -355,8 +355,7 @@ impl Fabric {
     /// Packet `id` from input (`x`, `vl`) goes straight out of `out`
     /// ([`Fabric::ib_switch_idle_for`] said it may). It leaves what joining the queue and
     /// being taken off it at this instant would: a virtual output queue's majority vote cast
-    /// and withdrawn, the HOQLife timer armed as for a new head (the deadline itself is gone
-    /// with the packet), the VL arbiter asked with this VL alone ready, and the departure the
+    /// and withdrawn, the HOQLife deadline and timer set as for a new head, the VL arbiter asked with this VL alone ready, and the departure the
     /// arbitration's. The queue, the requests and the congestion tree's head changes inside
     /// the instant are skipped: no other event sees them.
     pub(in crate::engine) fn ib_switch_pass<Q: EventQueue<Ev>>(
@@ -492,9 +491,6 @@ mod tests {
     use super::*;
     use crate::engine::EngineConfig;
     use crate::ib::{IbCcConfig, IbConfig, VlArbConfig, VlArbEntry};
-    use crate::routing::Routes;
-    use crate::topology::{LinkInfo, LinkKind, fat_tree};
-    use sim_core::{BitsPerSec, RunLimits, WheelQueue};
 
     /// Runs 16 hosts of a k=4 fat-tree for 300 us on two VLs, each in both arbitration
     /// tables, with IB CC marking, a shared pool, small buffers (credit stalls, a congestion
@@ -502,12 +498,6 @@ mod tests {
     /// Returns everything the run leaves that the pass-through could change, how many packets
     /// passed, and the InfiniBand counters.
     fn mixed_run(pass_through: bool, switch_voq: bool) -> (String, u64, IbTotals) {
-        let link = LinkInfo {
-            rate: BitsPerSec::from_gbps(100),
-            delay: Duration::from_ns(300),
-            kind: LinkKind::Network,
-        };
-        let topo = fat_tree::build(4, link, link).expect("a k=4 fat-tree");
         let ib = IbConfig {
             vl_buffer_blocks: 160,
             shared_pool_blocks: 96,
@@ -530,16 +520,9 @@ mod tests {
             ib: Some(ib),
             ..Default::default()
         };
-        let mut f = Fabric::new(&topo, Routes::ecmp(&topo), cfg, flows).expect("valid engine inputs");
-        f.ibs().pass_through = pass_through;
-        let mut s = f.scheduler::<WheelQueue<_>>();
-        let limits = RunLimits {
-            end_time: Some(SimTime::ZERO + Duration::from_us(300)),
-            // (A mistake that loops shows as a difference, not a hang.)
-            max_events: Some(2_000_000),
-            ..Default::default()
-        };
-        let report = sim_core::run(&mut f, &mut s, &limits, |_| std::ops::ControlFlow::Continue(()));
+        let setup = |f: &mut Fabric| f.ibs().pass_through = pass_through;
+        let (f, s, report) =
+            crate::engine::testing::run_k4(Duration::from_ns(300), cfg, flows, setup, Duration::from_us(300));
         let ib = f.ibr();
         let queued: Vec<_> = ib
             .inq

@@ -380,15 +380,6 @@ mod tests {
     /// 6-to-1 incast. Returns everything the run leaves that the pass-through could change.
     fn mixed_run(pass_through: bool) -> (String, u64) {
         use crate::engine::EngineConfig;
-        use crate::routing::Routes;
-        use crate::topology::{LinkInfo, LinkKind, fat_tree};
-        use sim_core::{RunLimits, WheelQueue};
-        let link = LinkInfo {
-            rate: BitsPerSec::from_gbps(100),
-            delay: Duration::from_ns(500),
-            kind: LinkKind::Network,
-        };
-        let topo = fat_tree::build(4, link, link).expect("a k=4 fat-tree");
         let mut roce = RoceConfig {
             lossless_mask: (1 << 1) | (1 << 3),
             acks: true,
@@ -402,14 +393,9 @@ mod tests {
             roce: Some(roce),
             ..Default::default()
         };
-        let mut f = Fabric::new(&topo, Routes::ecmp(&topo), cfg, flows).expect("valid engine inputs");
-        f.rs().pass_through = pass_through;
-        let mut s = f.scheduler::<WheelQueue<_>>();
-        let limits = RunLimits {
-            end_time: Some(SimTime::ZERO + Duration::from_us(400)),
-            ..Default::default()
-        };
-        sim_core::run(&mut f, &mut s, &limits, |_| std::ops::ControlFlow::Continue(()));
+        let setup = |f: &mut Fabric| f.rs().pass_through = pass_through;
+        let (f, s, _) =
+            crate::engine::testing::run_k4(Duration::from_ns(500), cfg, flows, setup, Duration::from_us(400));
         let r = f.rr();
         let queues: Vec<_> =
             r.q.iter()
