@@ -1,5 +1,6 @@
-//! `fabricsim run --threads N`: one run split into partitions of the fabric by pod, one
-//! partition per thread, in conservative windows (`fabrics::engine::partition`), with
+//! `fabricsim run --threads N`: one run split into partitions of the fabric by pod (runs of
+//! whole pods with equal shares of the expected work, [`groups_of_nodes`]), one partition per
+//! thread, in conservative windows (`fabrics::engine::partition`), with
 //! every output equal to the single-threaded run's (the time series too: the windows end at
 //! its sample times, where partition 0 samples them all). The partitions fold into one fabric at
 //! the end time, or earlier when the run could end within the next window or the windows
@@ -15,10 +16,19 @@ use std::sync::{RwLock, mpsc};
 use crate::interrupt::Interrupt;
 use crate::timeseries::{Sampler, View};
 
-/// The partition of each node for `n` partitions: whole groups ([`groups`]), in order, `n`
-/// runs of nearly equal size; the nodes in no group (core or spine switches) split the same
-/// way by their order. `Err` says why the topology cannot be split so.
-pub fn groups_of_nodes(topo: &Topology, n: usize, pause_search: bool) -> Result<Vec<u8>, String> {
+/// The partition of each node for `n` partitions, with equal shares of the work each node is
+/// expected to do (`load`, per node: `Fabric::node_load_estimate`) as far as whole groups
+/// ([`groups`]) allow. The groups go in order, `n` runs whose heaviest is as light as it can
+/// be (each run at least one group); the nodes in no group (core or spine switches) then
+/// go one by one, heaviest first, each to the partition with the least work so far. Every
+/// node counts one more than its load, so a run with no flows is split by node count.
+///
+/// Equal shares matter most where the work is uneven: a 512-to-1 incast's senders and
+/// receiver fill the first half of a k=16 fat-tree's pods, and halving the pods gave one
+/// thread 95 % of the events. Runs of groups keep neighbours together (a collective's ring,
+/// a pod's servers); which partition a node is in changes how fast a run goes, never its
+/// results. `Err` says why the topology cannot be split so.
+pub fn groups_of_nodes(topo: &Topology, n: usize, pause_search: bool, load: &[u64]) -> Result<Vec<u8>, String> {
     if !(2..=MAX_PARTITIONS).contains(&n) {
         return Err(format!("--threads must be between 1 and {MAX_PARTITIONS}"));
     }
@@ -28,18 +38,74 @@ pub fn groups_of_nodes(topo: &Topology, n: usize, pause_search: bool) -> Result<
             "a run is split by pod (or by leaf switch with its hosts), and this topology has {groups} for {n} threads"
         ));
     }
-    let ungrouped = group.iter().filter(|x| x.is_none()).count();
-    let mut k = 0;
-    Ok(group
-        .iter()
-        .map(|x| match x {
-            Some(p) => (p * n / groups) as u8,
-            None => {
-                k += 1;
-                ((k - 1) * n / ungrouped.max(1)) as u8
+    let work = |v: usize| load.get(v).copied().unwrap_or(0).saturating_add(1);
+    let mut group_work = vec![0u64; groups];
+    for (v, g) in group.iter().enumerate() {
+        if let Some(g) = *g {
+            group_work[g] = group_work[g].saturating_add(work(v));
+        }
+    }
+    let part_of_group = runs_of_least_peak(&group_work, n);
+    let mut part_work = vec![0u64; n];
+    for (g, &w) in group_work.iter().enumerate() {
+        part_work[part_of_group[g] as usize] += w;
+    }
+    let mut part: Vec<u8> = group.iter().map(|g| g.map_or(0, |g| part_of_group[g])).collect();
+    let mut ungrouped: Vec<usize> = (0..group.len()).filter(|&v| group[v].is_none()).collect();
+    // Heaviest first; equal ones in node order (a stable sort), so the split is deterministic.
+    ungrouped.sort_by_key(|&v| std::cmp::Reverse(work(v)));
+    for v in ungrouped {
+        let (least, _) = part_work
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, &w)| (w, i))
+            .expect("n >= 2 partitions");
+        part[v] = least as u8;
+        part_work[least] = part_work[least].saturating_add(work(v));
+    }
+    Ok(part)
+}
+
+/// The partition of each of `work.len()` items kept in order: `n` non-empty runs (there are
+/// at least `n` items) whose heaviest run is as light as possible. The least peak is found
+/// by bisection over what a greedy fill can hold (runs filled up to a peak, in order, need
+/// fewer runs the higher the peak); the fill at that peak then also starts a run whenever
+/// the items left are just enough for one per run still empty.
+fn runs_of_least_peak(work: &[u64], n: usize) -> Vec<u8> {
+    let runs_needed = |peak: u64| {
+        let (mut runs, mut acc) = (1usize, 0u64);
+        for &w in work {
+            if acc > 0 && acc.saturating_add(w) > peak {
+                runs += 1;
+                acc = 0;
             }
+            acc = acc.saturating_add(w);
+        }
+        runs
+    };
+    let (mut lo, mut hi) = (
+        work.iter().copied().max().unwrap_or(0),
+        work.iter().fold(0u64, |a, &w| a.saturating_add(w)),
+    );
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if runs_needed(mid) <= n { hi = mid } else { lo = mid + 1 }
+    }
+    let peak = lo;
+    let (mut run, mut acc, mut taken) = (0usize, 0u64, 0usize);
+    work.iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            let left = work.len() - i;
+            if taken > 0 && (acc.saturating_add(w) > peak || left == n - 1 - run) {
+                run += 1;
+                (acc, taken) = (0, 0);
+            }
+            acc = acc.saturating_add(w);
+            taken += 1;
+            run as u8
         })
-        .collect())
+        .collect()
 }
 
 /// The group of each node, and how many groups: a group is a pod of a fat-tree or, in a
@@ -221,28 +287,56 @@ enum Next {
 /// Windows between two looks at how much work a window holds ([`Pace`]).
 const PACE_WINDOWS: u64 = 256;
 /// Fewest events a partition must handle per window, on average over [`PACE_WINDOWS`], for
-/// the partitions to go on: below, the meeting at every window's end (a microsecond or two)
-/// costs more than the split saves, and the run goes on on one thread (an incast draining
-/// through one port handles about 70 events per 1 us window in all).
-const MIN_EVENTS_PER_WINDOW: u64 = 150;
+/// the partitions to go on: below, the meeting at every window's end (about a microsecond,
+/// and the waits of windows that are uneven by chance) costs more than the split saves. How
+/// many events that takes depends on what an event costs. On a fabric whose state fits in
+/// the caches (below `PREFETCH_MIN_PORTS`), about 60 ns: a k=4 fat-tree whose partitions
+/// handled 43 events per 1 us window ran no faster on two threads than on one, with 62 it ran
+/// 1.3 times as fast.
+const MIN_EVENTS_PER_WINDOW_CACHED: u64 = 50;
+/// [`MIN_EVENTS_PER_WINDOW_CACHED`] on a fabric that outgrows the caches, where an event costs
+/// about 100 ns: the 512-to-1 incast mirror on a k=16 fat-tree, split by load, handles 25 to
+/// 40 events per partition in each 1 us window and ran 1.2 times as fast on two threads.
+const MIN_EVENTS_PER_WINDOW_AT_SCALE: u64 = 25;
 /// Least gain, in percent, the split must promise to go on: the events of all partitions
 /// over those of the busiest, since the last look. Below, one partition does nearly all the
-/// work and the others wait for it at every window's end: the 512-to-1 incast mirror's
-/// partitions handled 301,012 and 16,691 events before its fold (a gain of 5 % at most),
-/// and two threads ran it 6 % slower than one.
+/// work and the others wait for it at every window's end: the 512-to-1 incast mirror split
+/// by pod number (before the split went by load) handled 301,012 and 16,691 events before
+/// its fold (a gain of 5 % at most), and two threads ran it 6 % slower than one.
 const MIN_GAIN_PERCENT: u64 = 25;
+/// Looks in a row that must find the windows too thin or too uneven before the partitions
+/// fold (a fold cannot be undone): a run's first stretches are often unlike the rest. The
+/// incast's 512 senders start at line rate together: in its first 256 windows the senders'
+/// partition handled 85 % of the events, in the next 256 there were 23 events per partition
+/// and window, and from then on 30 to 40, evenly split.
+const SLOW_LOOKS_TO_FOLD: u32 = 4;
 
-/// Each partition's events at the last look at the pace.
-#[derive(Default)]
+/// Each partition's events at the last look at the pace, and how many looks in a row found
+/// the windows too thin or too uneven.
 struct Pace {
     events: Vec<u64>,
+    slow_looks: u32,
+    min_events_per_window: u64,
 }
 
 impl Pace {
+    /// The pace of a run on a fabric of `ports` ports.
+    fn for_ports(ports: usize) -> Self {
+        Pace {
+            events: Vec::new(),
+            slow_looks: 0,
+            min_events_per_window: if ports >= fabrics::engine::PREFETCH_MIN_PORTS {
+                MIN_EVENTS_PER_WINDOW_AT_SCALE
+            } else {
+                MIN_EVENTS_PER_WINDOW_CACHED
+            },
+        }
+    }
+
     /// After window `window` (counted from 0), with `events` handled by each partition so
-    /// far: whether the windows since the last look held too little work, or work so uneven
-    /// that the split cannot pay. Every partition computes it from the same numbers, so they
-    /// all decide alike.
+    /// far: whether the windows since each of the last [`SLOW_LOOKS_TO_FOLD`] looks held too
+    /// little work, or work so uneven that the split cannot pay. Every partition computes it
+    /// from the same numbers, so they all decide alike.
     fn too_slow(&mut self, window: u64, events: &[u64]) -> bool {
         if !(window + 1).is_multiple_of(PACE_WINDOWS) {
             return false;
@@ -253,7 +347,9 @@ impl Pace {
         let all: u64 = since.iter().sum();
         let busiest = since.iter().copied().max().unwrap_or(0);
         let per_window = all / PACE_WINDOWS / events.len() as u64;
-        per_window < MIN_EVENTS_PER_WINDOW || all * 100 < busiest * (100 + MIN_GAIN_PERCENT)
+        let slow = per_window < self.min_events_per_window || all * 100 < busiest * (100 + MIN_GAIN_PERCENT);
+        self.slow_looks = if slow { self.slow_looks + 1 } else { 0 };
+        self.slow_looks >= SLOW_LOOKS_TO_FOLD
     }
 }
 
@@ -395,7 +491,7 @@ pub fn run(
                     let mut start = SimTime::ZERO;
                     let mut events = 0u64;
                     let mut early: Vec<Message> = Vec::new();
-                    let mut pace = Pace::default();
+                    let mut pace = Pace::for_ports(fabric.ports().len());
                     let mut sent_last = vec![0usize; n];
                     // Wall time spent waiting for the others at windows' ends (`--log info`).
                     let mut waited = std::time::Duration::ZERO;
@@ -617,33 +713,171 @@ fn fold(parts: Vec<(Fabric, Sched, u64)>) -> (Fabric, Sched, u64) {
 mod tests {
     use super::*;
 
-    /// The pace is looked at every `PACE_WINDOWS` windows, on the events since the last look.
+    /// What each look at `p` says, given the events each partition handled in each stretch
+    /// between looks.
+    fn looks(mut p: Pace, stretches: &[&[u64]]) -> Vec<bool> {
+        let mut total = vec![0; stretches[0].len()];
+        let mut said = Vec::new();
+        for (k, since) in stretches.iter().enumerate() {
+            for (t, s) in total.iter_mut().zip(since.iter()) {
+                *t += s;
+            }
+            // Between looks, never.
+            assert!(!p.too_slow(k as u64 * PACE_WINDOWS + PACE_WINDOWS / 2, &total));
+            said.push(p.too_slow((k as u64 + 1) * PACE_WINDOWS - 1, &total));
+        }
+        said
+    }
+
+    /// The pace is looked at every `PACE_WINDOWS` windows, on the events since the last look;
+    /// it folds after `SLOW_LOOKS_TO_FOLD` thin stretches in a row.
     #[test]
     fn pace_folds_only_after_thin_stretches() {
-        let mut p = Pace::default();
-        let w = PACE_WINDOWS;
-        let enough = w * MIN_EVENTS_PER_WINDOW;
-        // Between looks, never.
-        assert!(!p.too_slow(0, &[0, 0]));
-        assert!(!p.too_slow(w - 2, &[0, 0]));
-        // Two partitions with MIN_EVENTS_PER_WINDOW each per window: go on.
-        assert!(!p.too_slow(w - 1, &[enough, enough]));
-        // The next stretch one event short: fold.
-        assert!(p.too_slow(2 * w - 1, &[2 * enough, 2 * enough - 1]));
+        let n = SLOW_LOOKS_TO_FOLD as usize;
+        let enough = PACE_WINDOWS * MIN_EVENTS_PER_WINDOW_CACHED;
+        let full: &[u64] = &[enough, enough];
+        // One event short of the fewest per window.
+        let thin: &[u64] = &[enough, enough - 1];
+        let mut expected = vec![false; n - 1];
+        expected.push(true);
+        assert_eq!(looks(Pace::for_ports(0), &vec![thin; n]), expected);
+        assert_eq!(looks(Pace::for_ports(0), &vec![full; n + 2]), vec![false; n + 2]);
+        // A full stretch starts the count again.
+        let mut stretches = vec![thin; n - 1];
+        stretches.push(full);
+        stretches.extend(vec![thin; n - 1]);
+        assert_eq!(looks(Pace::for_ports(0), &stretches), vec![false; 2 * n - 1]);
+        // Events cost more on a fabric that outgrows the caches: fewer of them pay.
+        let fewer = PACE_WINDOWS * MIN_EVENTS_PER_WINDOW_AT_SCALE;
+        let scale = fabrics::engine::PREFETCH_MIN_PORTS;
+        assert_eq!(
+            looks(Pace::for_ports(scale), &vec![&[fewer, fewer][..]; n]),
+            vec![false; n]
+        );
+        assert_eq!(
+            looks(Pace::for_ports(scale - 1), &vec![&[fewer, fewer][..]; n]),
+            expected
+        );
     }
 
     /// ... and after stretches where one partition did nearly all the work.
     #[test]
     fn pace_folds_when_one_partition_does_the_work() {
-        let w = PACE_WINDOWS;
-        let busy = 10 * w * MIN_EVENTS_PER_WINDOW;
+        let n = SLOW_LOOKS_TO_FOLD as usize;
+        let busy = 10 * PACE_WINDOWS * MIN_EVENTS_PER_WINDOW_CACHED;
         // The others' share at the least gain: go on; just below it: fold.
         let share = busy * MIN_GAIN_PERCENT / 100;
-        assert!(!Pace::default().too_slow(w - 1, &[busy, share / 2, share / 2]));
-        assert!(Pace::default().too_slow(w - 1, &[busy, share / 2, share / 2 - 1]));
-        // Counted since the last look: an uneven start, then an even stretch, goes on.
-        let mut p = Pace::default();
-        assert!(p.too_slow(w - 1, &[busy, 0]));
-        assert!(!p.too_slow(2 * w - 1, &[2 * busy, busy]));
+        let even: &[u64] = &[busy, share / 2, share / 2];
+        let uneven: &[u64] = &[busy, share / 2, share / 2 - 1];
+        assert_eq!(looks(Pace::for_ports(0), &vec![even; n + 1]), vec![false; n + 1]);
+        assert_eq!(looks(Pace::for_ports(0), &vec![uneven; n]).last(), Some(&true));
+        // Counted since the last look: uneven starts, then even stretches, go on.
+        let (lopsided, level) = ([busy, 0], [busy, busy]);
+        let mut stretches = vec![&lopsided[..]; n - 1];
+        stretches.extend(vec![&level[..]; n + 1]);
+        assert_eq!(looks(Pace::for_ports(0), &stretches), vec![false; 2 * n]);
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+    use fabrics::topology::{LinkInfo, LinkKind, fat_tree};
+    use sim_core::{BitsPerSec, Duration};
+
+    /// The least peak of `work` in `n` runs, by trying every way to cut it.
+    fn least_peak_by_search(work: &[u64], n: usize) -> u64 {
+        let cuts = work.len() - 1;
+        (0u32..1 << cuts)
+            .filter(|m| m.count_ones() as usize == n - 1)
+            .map(|m| {
+                let (mut peak, mut acc) = (0, 0);
+                for (i, &w) in work.iter().enumerate() {
+                    acc += w;
+                    if i == cuts || m & (1 << i) != 0 {
+                        peak = peak.max(acc);
+                        acc = 0;
+                    }
+                }
+                peak
+            })
+            .min()
+            .expect("n <= len")
+    }
+
+    #[test]
+    fn runs_are_in_order_non_empty_and_as_light_as_any_cut() {
+        assert_eq!(runs_of_least_peak(&[1; 8], 3), [0, 0, 0, 1, 1, 1, 2, 2]);
+        assert_eq!(
+            runs_of_least_peak(&[10, 1, 1, 1, 1, 1, 1, 1], 2),
+            [0, 1, 1, 1, 1, 1, 1, 1]
+        );
+        // The peak alone would leave the third run empty: the last items start runs of their own.
+        assert_eq!(runs_of_least_peak(&[1, 1, 1, 100], 3), [0, 0, 1, 2]);
+        assert_eq!(runs_of_least_peak(&[0, 0, 0], 3), [0, 1, 2]);
+        // Against every cut of small random lists (a fixed linear congruential sequence).
+        let mut x = 12345u64;
+        for _ in 0..400 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 2 + (x >> 60) as usize % 9;
+            let work: Vec<u64> = (0..len)
+                .map(|i| (x.rotate_left(7 * i as u32) >> 56) % if i % 3 == 0 { 200 } else { 20 })
+                .collect();
+            for n in 2..=len.min(5) {
+                let runs = runs_of_least_peak(&work, n);
+                assert!(
+                    runs.windows(2).all(|r| r[1] == r[0] || r[1] == r[0] + 1),
+                    "{work:?} {runs:?}"
+                );
+                assert_eq!((runs[0], runs[len - 1] as usize), (0, n - 1), "{work:?} {runs:?}");
+                let mut peak = vec![0; n];
+                for (r, w) in runs.iter().zip(&work) {
+                    peak[*r as usize] += w;
+                }
+                let peak = peak.into_iter().max().unwrap();
+                assert_eq!(peak, least_peak_by_search(&work, n), "{work:?} {runs:?}");
+            }
+        }
+    }
+
+    fn k4() -> Topology {
+        let link = LinkInfo {
+            rate: BitsPerSec::from_gbps(100),
+            delay: Duration::from_ns(1000),
+            kind: LinkKind::Network,
+        };
+        fat_tree::build(4, link, link).expect("a k=4 fat-tree")
+    }
+
+    /// An incast into pod 0 from pod 1: pod 0 (receiver) alone in one partition, the senders'
+    /// pod with the idle ones in the other, and the core switches filling the lighter one.
+    #[test]
+    fn a_skewed_load_is_split_by_work_and_no_load_by_node_count() {
+        let topo = k4();
+        let (group, _) = groups(&topo, true).unwrap();
+        let group = &group;
+        let pod = |p: usize| (0..group.len()).filter(move |&v| group[v] == Some(p));
+        let cores: Vec<usize> = (0..group.len()).filter(|&v| group[v].is_none()).collect();
+        assert_eq!(cores.len(), 4);
+        let mut load = vec![0u64; group.len()];
+        for v in pod(0) {
+            load[v] = 1000;
+        }
+        for v in pod(1) {
+            load[v] = 400;
+        }
+        for &c in &cores {
+            load[c] = 100;
+        }
+        let part = groups_of_nodes(&topo, 2, true, &load).unwrap();
+        assert!(pod(0).all(|v| part[v] == 0), "{part:?}");
+        assert!((1..4).flat_map(pod).all(|v| part[v] == 1), "{part:?}");
+        // Pod 0 weighs 8 x 1001, the rest 8 x 401 + 16: all four cores go to the second.
+        assert!(cores.iter().all(|&c| part[c] == 1), "{part:?}");
+        // No load: pods by halves, cores shared alike.
+        let part = groups_of_nodes(&topo, 2, true, &vec![0; group.len()]).unwrap();
+        assert!((0..2).flat_map(pod).all(|v| part[v] == 0), "{part:?}");
+        assert!((2..4).flat_map(pod).all(|v| part[v] == 1), "{part:?}");
+        assert_eq!(cores.iter().filter(|&&c| part[c] == 0).count(), 2, "{part:?}");
     }
 }

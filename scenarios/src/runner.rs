@@ -220,8 +220,9 @@ fn partitions(
         }
         (None, Threads::Exactly(_)) => wanted,
     };
+    let load = fabric.node_load_estimate();
     let parts =
-        crate::partitioned::groups_of_nodes(topology, n, pause_search).map_err(|message| RunError::Threads {
+        crate::partitioned::groups_of_nodes(topology, n, pause_search, &load).map_err(|message| RunError::Threads {
             file: loaded.file.clone(),
             threads: n as u32,
             message,

@@ -229,6 +229,28 @@ fn a_run_with_little_work_per_window_goes_on_on_one_thread() {
     assert!(at < end_ns / 4.0, "folded at {at} ns of {end_ns} ns");
 }
 
+/// An incast whose senders and receiver all sit in the first half of the pods: split by
+/// pod number, one partition would hold every flow (and fold at once, with nothing to
+/// cross); split by the work the flows' paths promise, the receiver's pod is a partition of
+/// its own and the run stays split until its flows could end.
+#[test]
+fn an_incast_is_split_by_its_work_not_by_pod_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fat_tree("incast", ROCE_PFC, "1MB", "20ms")
+        .replace("\"100Gbps\"", "\"400Gbps\"")
+        .replace(
+            "kind = \"permutation\"\nsize = \"1MB\"",
+            // Host 0 in pod 0 from hosts 1 to 7, in pods 0 and 1 of four.
+            "kind = \"incast\"\nreceiver = 0\nn_senders = 7\nsize = \"10MB\"\nclass = 3",
+        );
+    let file = write(dir.path(), "incast", &text);
+    let summary = same_on(dir.path(), &file, 2);
+    assert_eq!(summary["counters"]["flows_completed"], 7, "{summary}");
+    let end_ns = summary["run"]["sim_time_ns"].as_f64().unwrap();
+    let at = folded_at_ns(dir.path(), "incast", 2);
+    assert!(at > 0.9 * end_ns, "folded at {at} ns of {end_ns} ns");
+}
+
 /// The event budget runs out while the run is split: the last event's place among the
 /// partitions' is the whole fabric's to say, so the run starts again on one thread.
 #[test]

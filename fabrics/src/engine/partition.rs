@@ -170,6 +170,29 @@ fn cause_before(lane: &[HeadChange], at: SimTime, origin: u32, now: u32) -> u32 
 pub const MAX_PARTITIONS: usize = 64;
 
 impl Fabric {
+    /// The work each node is likely to do, for splitting the run so that the partitions'
+    /// threads get equal shares (`scenarios/src/partitioned.rs`): for every flow, its packets
+    /// (its size over the MTU, at least one) at each node along its path, once where a hop
+    /// leaves and once where it arrives. Replies (ACKs, CNPs, flow-control packets) follow
+    /// the data nearly hop by hop, so they add about the same at the same nodes and are left
+    /// out. An estimate that decides only how fast a run goes, never its results: a
+    /// partition's events are the whole run's at its nodes, however the nodes are split.
+    /// Counted saturating, so no workload overflows it.
+    pub fn node_load_estimate(&self) -> Vec<u64> {
+        let mut load = vec![0u64; self.port_base.len() - 1];
+        let mtu_bytes = u64::from(self.cfg.mtu_bytes.max(1));
+        for (f, spec) in self.flows.iter().enumerate() {
+            let packets = spec.size.get().div_ceil(mtu_bytes).max(1);
+            for p in self.try_flow_path(f as u32).unwrap_or_default() {
+                let port = &self.ports[p as usize];
+                for node in [port.node, port.peer_node] {
+                    load[node as usize] = load[node as usize].saturating_add(packets);
+                }
+            }
+        }
+        load
+    }
+
     /// Why this run cannot be split into partitions, or `None` if it can (module docs).
     pub fn partition_refusal(&self) -> Option<String> {
         if self.capture.is_some() {
