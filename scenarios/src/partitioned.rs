@@ -473,15 +473,17 @@ pub fn run(
     let period = sampler.as_ref().map(|s| s.period());
     let mut sampler = sampler;
     let (meeting, sampling) = (Meeting::new(n), std::sync::atomic::AtomicBool::new(period.is_some()));
-    let results: Vec<(Sched, Next, u64)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = receivers
-            .into_iter()
-            .enumerate()
-            .map(|(me, inbox)| {
-                let senders = senders.clone();
-                let (clock, failed, locks, meeting, sampling) = (&clock, &failed, &locks, &meeting, &sampling);
-                let mut my_sampler = if me == 0 { sampler.take() } else { None };
-                scope.spawn(move || {
+    let results: Vec<(Sched, Next, u64)> =
+        std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                receivers
+                    .into_iter()
+                    .enumerate()
+                    .map(|(me, inbox)| {
+                        let senders = senders.clone();
+                        let (clock, failed, locks, meeting, sampling) = (&clock, &failed, &locks, &meeting, &sampling);
+                        let mut my_sampler = if me == 0 { sampler.take() } else { None };
+                        scope.spawn(move || {
                     let _guard = Failed(failed);
                     let lock = &locks[me];
                     let mut fabric = lock.write().expect("a partition's lock");
@@ -490,9 +492,13 @@ pub fn run(
                     let mut next_sample = period.map(|p| SimTime::ZERO + p);
                     let mut start = SimTime::ZERO;
                     let mut events = 0u64;
-                    let mut early: Vec<Message> = Vec::new();
+                    // Messages of the next window, from partitions a window ahead; this one's.
+                    let (mut early, mut got): (Vec<Message>, Vec<Message>) = (Vec::new(), Vec::new());
                     let mut pace = Pace::for_ports(fabric.ports().len());
-                    let mut sent_last = vec![0usize; n];
+                    // What goes to each partition at the window's end: the vectors the others
+                    // sent, emptied by the taking in, go back to them at the next window's end,
+                    // so the hand-over allocates nothing once they are sized.
+                    let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
                     // Wall time spent waiting for the others at windows' ends (`--log info`).
                     let mut waited = std::time::Duration::ZERO;
                     let mut last_print = std::time::Duration::ZERO;
@@ -507,21 +513,13 @@ pub fn run(
                         };
                         let r = sim_core::run(&mut *fabric, &mut s, &window_limits, |_| ControlFlow::Continue(()));
                         events += r.events;
-                        // Each sized for what the last window sent that way.
-                        let mut to: Vec<Vec<Crossing>> = sent_last.iter().map(|&k| Vec::with_capacity(k)).collect();
-                        let mut first_sent = None::<SimTime>;
-                        for (part, item) in fabric.take_outbox() {
-                            if let Some(at) = item.arrives_at() {
-                                first_sent = Some(first_sent.map_or(at, |f| f.min(at)));
-                            }
-                            to[part as usize].push(item);
-                        }
-                        for (k, items) in sent_last.iter_mut().zip(&to) {
-                            *k = items.len();
-                        }
+                        fabric.take_outbox(&mut to);
+                        let first_sent = to.iter().flatten().filter_map(Crossing::arrives_at).min();
+                        // The wall clock every 16 windows (a read costs tens of nanoseconds, a
+                        // window's work a few microseconds at the least).
                         let stop = if interrupt.count() > 0 {
                             Some(RunOutcome::Stopped)
-                        } else if limits.wall_clock.is_some_and(|w| clock.elapsed() >= w) {
+                        } else if window % 16 == 0 && limits.wall_clock.is_some_and(|w| clock.elapsed() >= w) {
                             Some(RunOutcome::WallClock)
                         } else {
                             None
@@ -537,9 +535,9 @@ pub fn run(
                             stop,
                             may_end: fabric.may_all_end_within_lookahead(),
                         };
-                        for (other, items) in to.into_iter().enumerate() {
+                        for (other, items) in to.iter_mut().enumerate() {
                             if other != me {
-                                let status = own.clone();
+                                let (status, items) = (own.clone(), std::mem::take(items));
                                 // A partition that stopped early has dropped its inbox: nothing to do.
                                 let _ = senders[other].send(Message {
                                     from: me,
@@ -549,11 +547,17 @@ pub fn run(
                                 });
                             }
                         }
-                        let (mut got, later): (Vec<Message>, Vec<Message>) =
-                            std::mem::take(&mut early).into_iter().partition(|m| m.window == window);
-                        early = later;
+                        let mut k = 0;
+                        while k < early.len() {
+                            if early[k].window == window {
+                                got.push(early.swap_remove(k));
+                            } else {
+                                k += 1;
+                            }
+                        }
                         let mut spins = 0u32;
-                        let wait_start = clock.elapsed();
+                        // Read only if the messages are not all in yet.
+                        let mut wait_start = None;
                         while got.len() < n - 1 {
                             // Spin a little first: the others usually end their window within
                             // microseconds, and waking a parked thread costs tens of them on
@@ -561,6 +565,9 @@ pub fn run(
                             let m = match inbox.try_recv() {
                                 Ok(m) => m,
                                 Err(mpsc::TryRecvError::Empty) if spins < SPINS_BEFORE_SLEEP => {
+                                    if spins == 0 {
+                                        wait_start = Some(clock.elapsed());
+                                    }
                                     spins += 1;
                                     std::hint::spin_loop();
                                     continue;
@@ -586,19 +593,25 @@ pub fn run(
                                 early.push(m);
                             }
                         }
-                        waited += clock.elapsed().saturating_sub(wait_start);
+                        if let Some(w) = wait_start {
+                            waited += clock.elapsed().saturating_sub(w);
+                        }
                         got.sort_by_key(|m| m.from);
                         // In partition order, so that every partition decides alike.
-                        let mut statuses: Vec<(usize, &Status)> = got.iter().map(|m| (m.from, &m.status)).collect();
-                        statuses.push((me, &own));
-                        statuses.sort_by_key(|&(from, _)| from);
-                        let statuses: Vec<&Status> = statuses.into_iter().map(|(_, st)| st).collect();
+                        let statuses: Vec<&Status> = got[..me]
+                            .iter()
+                            .map(|m| &m.status)
+                            .chain(std::iter::once(&own))
+                            .chain(got[me..].iter().map(|m| &m.status))
+                            .collect();
                         let each: Vec<u64> = statuses.iter().map(|st| st.events).collect();
                         let events_all: u64 = each.iter().sum();
                         let slow = pace.too_slow(window, &each);
                         let next = decide(&statuses, window_end, end_time, n_flows, max_events, slow);
-                        for m in got.iter_mut() {
-                            fabric.take_in(&mut s, std::mem::take(&mut m.items));
+                        for mut m in got.drain(..) {
+                            fabric.take_in(&mut s, m.items.drain(..));
+                            // Emptied, it carries this partition's crossings back next time.
+                            to[m.from] = m.items;
                         }
                         // A sample time (or the end): every partition has handled its events up
                         // to it; partition 0 samples them all while the others wait. (Not on a
@@ -622,8 +635,8 @@ pub fn run(
                         }
                         match next {
                             Next::Window(t) => {
-                                let wall = clock.elapsed();
-                                if progress && me == 0 && wall >= last_print + std::time::Duration::from_secs(2) {
+                                let wall = if progress && me == 0 { clock.elapsed() } else { last_print };
+                                if wall >= last_print + std::time::Duration::from_secs(2) {
                                     last_print = wall;
                                     eprintln!(
                                         "  ... simulated {:.3} ms, {events_all} events ({:.1} M/s) on {n} threads",
@@ -651,13 +664,13 @@ pub fn run(
                     }
                     unreachable!("windows never run out")
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a partition's thread panicked"))
-            .collect()
-    });
+                    })
+                    .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a partition's thread panicked"))
+                .collect()
+        });
     let fabrics = locks.into_iter().map(|l| l.into_inner().expect("a partition's lock"));
     let mut outcome = None;
     let mut parts = Vec::with_capacity(n);

@@ -212,15 +212,15 @@ fn ethernet_with_drops_finishing_folds_its_retransmissions() {
 }
 
 /// Windows that hold little work (two senders on a fat-tree of 16 hosts): the meeting at
-/// each window's end would cost more than the split saves, so after a few hundred windows
-/// the run goes on on one thread, long before its flows could end.
+/// each window's end would cost more than the split saves, so after four looks at the pace
+/// (about a thousand windows) the run goes on on one thread, long before its flows could end.
 #[test]
 fn a_run_with_little_work_per_window_goes_on_on_one_thread() {
     let dir = tempfile::tempdir().unwrap();
     let text = fat_tree("thin", ROCE_PFC, "1MB", "20ms").replace(
         "kind = \"permutation\"\nsize = \"1MB\"",
         // Hosts 0 and 1 in the first pod, 15 in the last: different partitions.
-        "kind = \"flows\"\nflows = [{ src = 0, dst = 15, size = \"20MB\" }, { src = 1, dst = 15, size = \"20MB\" }]",
+        "kind = \"flows\"\nflows = [{ src = 0, dst = 15, size = \"60MB\" }, { src = 1, dst = 15, size = \"60MB\" }]",
     );
     let file = write(dir.path(), "thin", &text);
     let summary = same_on(dir.path(), &file, 2);

@@ -422,20 +422,20 @@ impl Fabric {
         ps.outbox.push((to, Crossing { port: p, at, what }));
     }
 
-    /// What this partition sent towards other partitions since the last call, each item with
-    /// the partition it goes to, in sending order.
-    pub fn take_outbox(&mut self) -> Vec<(u8, Crossing)> {
+    /// What this partition sent towards other partitions since the last call, appended to
+    /// `to[partition]` in sending order. The outbox keeps its buffer and the caller its
+    /// vectors, so a run's windows allocate nothing for the hand-over once they are sized.
+    pub fn take_outbox(&mut self, to: &mut [Vec<Crossing>]) {
         let Some(ps) = self.part.as_mut() else {
-            return Vec::new();
+            return;
         };
         // The window is over: its heads answer the questions that come with the hand-over.
         std::mem::swap(&mut ps.heads, &mut ps.heads_asked);
         ps.heads.clear();
         ps.heads_sorted = false;
-        // The next window sends about as much: room for it, so the outbox does not grow
-        // (and move) item by item again.
-        let room = ps.outbox.len();
-        std::mem::replace(&mut ps.outbox, Vec::with_capacity(room))
+        for (part, item) in ps.outbox.drain(..) {
+            to[part as usize].push(item);
+        }
     }
 
     /// Takes in what another partition sent to this one, in its sending order: each packet

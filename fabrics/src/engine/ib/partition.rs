@@ -360,9 +360,7 @@ mod tests {
             let mut to: [Vec<_>; 2] = Default::default();
             for (f, s) in f.iter_mut().zip(s.iter_mut()) {
                 sim_core::run(f, s, &limits, |_| std::ops::ControlFlow::Continue(()));
-                for (part, item) in f.take_outbox() {
-                    to[part as usize].push(item);
-                }
+                f.take_outbox(&mut to);
             }
             for (me, items) in to.into_iter().enumerate() {
                 f[me].take_in(&mut s[me], items);
