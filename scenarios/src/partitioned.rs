@@ -48,7 +48,8 @@ pub fn groups_of_nodes(topo: &Topology, n: usize, pause_search: bool, load: &[u6
     let part_of_group = runs_of_least_peak(&group_work, n);
     let mut part_work = vec![0u64; n];
     for (g, &w) in group_work.iter().enumerate() {
-        part_work[part_of_group[g] as usize] += w;
+        let p = part_of_group[g] as usize;
+        part_work[p] = part_work[p].saturating_add(w);
     }
     let mut part: Vec<u8> = group.iter().map(|g| g.map_or(0, |g| part_of_group[g])).collect();
     let mut ungrouped: Vec<usize> = (0..group.len()).filter(|&v| group[v].is_none()).collect();
@@ -892,5 +893,8 @@ mod split_tests {
         assert!((0..2).flat_map(pod).all(|v| part[v] == 0), "{part:?}");
         assert!((2..4).flat_map(pod).all(|v| part[v] == 1), "{part:?}");
         assert_eq!(cores.iter().filter(|&&c| part[c] == 0).count(), 2, "{part:?}");
+        // Loads at the top of the range saturate instead of overflowing: still a split.
+        let part = groups_of_nodes(&topo, 3, true, &vec![u64::MAX; group.len()]).unwrap();
+        assert_eq!(part.iter().copied().max(), Some(2), "{part:?}");
     }
 }
