@@ -291,7 +291,7 @@ const PACE_WINDOWS: u64 = 256;
 /// the partitions to go on: below, the meeting at every window's end (about a microsecond,
 /// and the waits of windows that are uneven by chance) costs more than the split saves. How
 /// many events that takes depends on what an event costs. On a fabric whose state fits in
-/// the caches (below `PREFETCH_MIN_PORTS`), about 60 ns: a k=4 fat-tree whose partitions
+/// the caches (fewer than [`AT_SCALE_PORTS`] ports), about 60 ns: a k=4 fat-tree whose partitions
 /// handled 43 events per 1 us window ran no faster on two threads than on one, with 62 it ran
 /// 1.3 times as fast.
 const MIN_EVENTS_PER_WINDOW_CACHED: u64 = 50;
@@ -299,6 +299,10 @@ const MIN_EVENTS_PER_WINDOW_CACHED: u64 = 50;
 /// about 100 ns: the 512-to-1 incast mirror on a k=16 fat-tree, split by load, handles 25 to
 /// 40 events per partition in each 1 us window and ran 1.2 times as fast on two threads.
 const MIN_EVENTS_PER_WINDOW_AT_SCALE: u64 = 25;
+/// Ports from which a fabric's events cost about twice as much as in the caches: a k=8
+/// fat-tree has 768, a k=16 one 6,144 (where the engine's prefetch pipeline, which counts the
+/// ports the flows use instead, starts at the same number, `PREFETCH_MIN_PORTS`).
+const AT_SCALE_PORTS: usize = 2048;
 /// Least gain, in percent, the split must promise to go on: the events of all partitions
 /// over those of the busiest, since the last look. Below, one partition does nearly all the
 /// work and the others wait for it at every window's end: the 512-to-1 incast mirror split
@@ -326,7 +330,7 @@ impl Pace {
         Pace {
             events: Vec::new(),
             slow_looks: 0,
-            min_events_per_window: if ports >= fabrics::engine::PREFETCH_MIN_PORTS {
+            min_events_per_window: if ports >= AT_SCALE_PORTS {
                 MIN_EVENTS_PER_WINDOW_AT_SCALE
             } else {
                 MIN_EVENTS_PER_WINDOW_CACHED
@@ -763,7 +767,7 @@ mod tests {
         assert_eq!(looks(Pace::for_ports(0), &stretches), vec![false; 2 * n - 1]);
         // Events cost more on a fabric that outgrows the caches: fewer of them pay.
         let fewer = PACE_WINDOWS * MIN_EVENTS_PER_WINDOW_AT_SCALE;
-        let scale = fabrics::engine::PREFETCH_MIN_PORTS;
+        let scale = AT_SCALE_PORTS;
         assert_eq!(
             looks(Pace::for_ports(scale), &vec![&[fewer, fewer][..]; n]),
             vec![false; n]

@@ -1,7 +1,7 @@
 //! The speed paths (the prefetch pipeline, routing ahead with its route memo, the egress
 //! and MMU prefetches, the credit path's departure and input-lane prefetches) never change a
-//! result. They run only on fabrics of at least
-//! `PREFETCH_MIN_PORTS` ports, larger than any test fabric, so each case here runs one small
+//! result. They run only where the flows' paths use at least
+//! `PREFETCH_MIN_PORTS` ports, more than any test fabric has, so each case here runs one small
 //! fabric twice, with them forced on (`Fabric::set_prefetch_min_ports(0)`) and off, and
 //! compares everything the engine reports: every flow record, the totals, the RoCEv2 totals
 //! and pause tree, every port's counters, the event count and the end time.

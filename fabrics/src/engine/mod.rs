@@ -188,9 +188,11 @@ pub struct Fabric {
     /// Scratch: the candidate egress ports of an adaptive choice (`route_ib`), kept so the
     /// choice allocates nothing.
     candidates: Vec<u32>,
-    /// Fewest ports for which the speed paths run: the prefetch pipeline and routing ahead
-    /// ([`PREFETCH_MIN_PORTS`]; [`Fabric::set_prefetch_min_ports`]).
+    /// Fewest ports on the flows' paths for which the speed paths run: the prefetch pipeline
+    /// and routing ahead ([`PREFETCH_MIN_PORTS`]; [`Fabric::set_prefetch_min_ports`]).
     prefetch_min_ports: usize,
+    /// Whether they run (`Fabric::set_routing_ahead`).
+    speed_paths: bool,
     /// Per-node ECMP hash seed.
     ecmp_seed: Vec<u64>,
     nics: Vec<Nic>,
@@ -238,10 +240,13 @@ pub struct Fabric {
     part: Option<Box<partition::PartState>>,
 }
 
-/// Fewest ports for which the engine prefetches: below it (a k=8 fat-tree has 768) the
-/// working set stays in the caches and the pipeline's loads only cost instructions (+4 % on
-/// the k=8 mirror); from it (k=16: 6,144) they hide misses (-19 % at k=16, -30 % at k=32;
-/// `docs/performance.md`, session 8).
+/// Fewest ports the flows' paths use (both directions of each link on a path) for which the
+/// engine prefetches: below it (a k=8 fat-tree has 768 ports) the working set stays in the
+/// caches and the pipeline's loads only cost instructions (+4 % on the k=8 mirror); from it
+/// (k=16: 6,144) they hide misses (-19 % at k=16, -30 % at k=32; `docs/performance.md`,
+/// session 8; a k=12 permutation, 2,500 ports used, -13 %). Counted on the paths, not the
+/// fabric (session 26): an HGX cluster of 6,144 ports whose permutation uses 1,570 ran 5 to
+/// 20 % faster without the pipeline, and the 512-to-1 incast (2,434 of 6,144) 3 % faster.
 pub const PREFETCH_MIN_PORTS: usize = 2048;
 
 impl Fabric {
@@ -529,6 +534,7 @@ impl Fabric {
             path_cache: Vec::new(),
             candidates: Vec::new(),
             prefetch_min_ports: PREFETCH_MIN_PORTS,
+            speed_paths: false,
             routes,
             ecmp_seed,
             nics,
@@ -568,7 +574,7 @@ impl Fabric {
     }
 
     /// Runs the speed paths (the prefetch pipeline and routing ahead, `docs/ARCHITECTURE.md`
-    /// "The hot path") on fabrics of at least `min_ports` ports instead of
+    /// "The hot path") when the flows' paths use at least `min_ports` ports instead of
     /// [`PREFETCH_MIN_PORTS`]. They never change a result: this is for the tests that check
     /// so on small fabrics, and for measuring them. Call it before the run.
     pub fn set_prefetch_min_ports(&mut self, min_ports: usize) {
@@ -581,7 +587,8 @@ impl Fabric {
     /// serves the prefetch pipeline: below its size the caches hold the route tables, and
     /// asking for a route's lines early costs more than walking them (k=8 mirror +6 %).
     fn set_routing_ahead(&mut self) {
-        let ahead = self.ports.len() >= self.prefetch_min_ports;
+        self.speed_paths = self.paths_use_at_least(self.prefetch_min_ports);
+        let ahead = self.speed_paths;
         let adaptive = self.cfg.route_pick == RoutePick::Adaptive;
         for port in &mut self.ports {
             let node = port.peer_node as usize;
@@ -599,6 +606,33 @@ impl Fabric {
         } else {
             vec![u32::MAX; self.flows.len() * 2 * PATH_HOPS]
         };
+    }
+
+    /// Whether the flows' paths use at least `min_ports` ports, counting both directions of
+    /// each link on a path (replies come back over it). The walk stops once they do, and is
+    /// skipped when the fabric has fewer ports.
+    fn paths_use_at_least(&self, min_ports: usize) -> bool {
+        if min_ports == 0 {
+            return true;
+        }
+        if self.ports.len() < min_ports {
+            return false;
+        }
+        let mut used = vec![false; self.ports.len()];
+        let mut count = 0;
+        for f in 0..self.flows.len() as u32 {
+            for p in self.try_flow_path(f).unwrap_or_default() {
+                for q in [p, self.ports[p as usize].peer_port] {
+                    if !std::mem::replace(&mut used[q as usize], true) {
+                        count += 1;
+                    }
+                }
+            }
+            if count >= min_ports {
+                return true;
+            }
+        }
+        false
     }
 
     /// Credit devices' ingress ports on PFC links (a NIC's network side in a RoCEv2 cluster):
@@ -1447,15 +1481,69 @@ impl Model for Fabric {
         self.prefetch_stage(upcoming[0], 0);
     }
 
-    /// Only on fabrics whose per-port state outgrows the caches.
+    /// Only where the ports the flows use outgrow the caches ([`PREFETCH_MIN_PORTS`]).
     fn prefetches(&self) -> bool {
-        self.ports.len() >= self.prefetch_min_ports
+        self.speed_paths
     }
 
     /// All flows completed, or (RoCEv2) a deadlock was detected.
     fn finished(&self) -> bool {
         self.totals.flows_completed as usize == self.flows.len()
             || self.roce.as_ref().is_some_and(|r| r.deadlock.is_some())
+    }
+}
+
+#[cfg(test)]
+mod speed_path_tests {
+    use super::*;
+    use crate::topology::{LinkInfo, LinkKind, fat_tree};
+    use sim_core::{BitsPerSec, Bytes, Duration, Model};
+
+    /// The speed paths run by the ports the flows use, not by the fabric's size: on a k=16
+    /// fat-tree (6,144 ports) a shifted permutation of every host uses them all, eight hosts
+    /// sending to their neighbours in one leaf use sixteen; a k=8 fat-tree (768 ports) never
+    /// has enough.
+    #[test]
+    fn the_speed_paths_run_where_the_flows_use_enough_ports() {
+        let link = LinkInfo {
+            rate: BitsPerSec::from_gbps(100),
+            delay: Duration::from_ns(1000),
+            kind: LinkKind::Network,
+        };
+        let fabric = |k: u32, hosts: u32, shift: u32| {
+            let topo = fat_tree::build(k, link, link).expect("a fat-tree");
+            let flows = (0..hosts)
+                .map(|h| FlowSpec {
+                    src: h,
+                    dst: (h + shift) % hosts,
+                    size: Bytes(1_000_000),
+                    ..Default::default()
+                })
+                .collect();
+            Fabric::new(&topo, Routes::ecmp(&topo), EngineConfig::default(), flows).expect("valid engine inputs")
+        };
+        let busy = fabric(16, 1024, 512);
+        assert_eq!(busy.ports.len(), 6144);
+        assert!(busy.prefetches() && busy.routing_ahead);
+        let quiet = fabric(16, 8, 1);
+        assert!(!quiet.prefetches() && !quiet.routing_ahead);
+        assert!(quiet.ports.iter().all(|p| !p.routed_ahead));
+        // The threshold is the count of ports on the paths: just at it, and one above.
+        let used = |f: &Fabric| {
+            (0..=f.ports.len())
+                .rev()
+                .find(|&m| f.paths_use_at_least(m))
+                .expect("0 always")
+        };
+        let n = used(&quiet);
+        assert!((16..64).contains(&n), "{n} ports used");
+        let mut at = fabric(16, 8, 1);
+        at.set_prefetch_min_ports(n);
+        assert!(at.prefetches() && at.routing_ahead);
+        at.set_prefetch_min_ports(n + 1);
+        assert!(!at.prefetches() && !at.routing_ahead);
+        let small = fabric(8, 128, 64);
+        assert!(small.paths_use_at_least(700) && !small.prefetches());
     }
 }
 

@@ -86,7 +86,7 @@ pub struct Port {
     pub txdone_deferred: bool,
     /// Packets put on this link are routed at the far end then: it is a switch (RoCEv2,
     /// output-queued or InfiniBand) that routes by a function of the packet alone (`OnWire`,
-    /// `Fabric::route_ahead`), on a fabric large enough for the prefetch pipeline
+    /// `Fabric::route_ahead`), where the flows use enough ports for the prefetch pipeline
     /// (`PREFETCH_MIN_PORTS`).
     pub routed_ahead: bool,
     /// Flow-control packets to this port are taken in when its device looks, not as events
