@@ -245,8 +245,8 @@ pub struct Fabric {
 /// caches and the pipeline's loads only cost instructions (+4 % on the k=8 mirror); from it
 /// (k=16: 6,144) they hide misses (-19 % at k=16, -30 % at k=32; `docs/performance.md`,
 /// session 8; a k=12 permutation, 2,500 ports used, -13 %). Counted on the paths, not the
-/// fabric (session 26): an HGX cluster of 6,144 ports whose permutation uses 1,570 ran 5 to
-/// 20 % faster without the pipeline, and the 512-to-1 incast (2,434 of 6,144) 3 % faster.
+/// fabric (session 26): an HGX cluster of 6,144 ports whose permutation uses 1,570 ran 10 to
+/// 16 % faster without the pipeline, and the 512-to-1 incast (2,434 of 6,144) 5 % faster.
 pub const PREFETCH_MIN_PORTS: usize = 2048;
 
 impl Fabric {
@@ -1500,7 +1500,7 @@ mod speed_path_tests {
     use sim_core::{BitsPerSec, Bytes, Duration, Model};
 
     /// The speed paths run by the ports the flows use, not by the fabric's size: on a k=16
-    /// fat-tree (6,144 ports) a shifted permutation of every host uses them all, eight hosts
+    /// fat-tree (6,144 ports) a shifted permutation of every host uses most of them, eight hosts
     /// sending to their neighbours in one leaf use sixteen; a k=8 fat-tree (768 ports) never
     /// has enough.
     #[test]
