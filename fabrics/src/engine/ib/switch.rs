@@ -355,9 +355,10 @@ impl Fabric {
     /// Packet `id` from input (`x`, `vl`) goes straight out of `out`
     /// ([`Fabric::ib_switch_idle_for`] said it may). It leaves what joining the queue and
     /// being taken off it at this instant would: a virtual output queue's majority vote cast
-    /// and withdrawn, the HOQLife deadline and timer set as for a new head, the VL arbiter asked with this VL alone ready, and the departure the
-    /// arbitration's. The queue, the requests and the congestion tree's head changes inside
-    /// the instant are skipped: no other event sees them.
+    /// and withdrawn, the HOQLife deadline and timer set as for a new head, the VL arbiter
+    /// asked with this VL alone ready, and the departure the arbitration's. The queue, the
+    /// requests and the congestion tree's head changes inside the instant are skipped: no
+    /// other event sees them.
     pub(in crate::engine) fn ib_switch_pass<Q: EventQueue<Ev>>(
         &mut self,
         s: &mut Scheduler<Ev, Q>,
