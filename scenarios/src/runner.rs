@@ -318,6 +318,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     // run that must end on one thread gets a fresh fabric (`partitioned.rs`).
     let split = partitions(&loaded, &topology, &fabric, opts.threads)?;
     let threads = split.as_ref().map_or(1, |(_, n)| *n);
+    // The process's CPU time when the simulation starts, every fabric built (`timing.json`'s
+    // `run_cpu_seconds`: the cost of the events, without the build's).
+    let run_cpu_from;
     let (mut fabric, partitioned) = if let Some((parts, threads)) = split {
         let (routes, engine) = (fabric.routes().clone(), fabric.config().clone());
         let fresh = || {
@@ -331,6 +334,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             f.set_partition(parts.clone(), me);
             fabrics.push(f);
         }
+        run_cpu_from = crate::proc_stats::simulation_cpu_seconds();
         match crate::partitioned::run(fabrics, &limits, interrupt, opts.progress, sampler.as_mut()) {
             crate::partitioned::Outcome::Done(f, report) => (*f, Partitioned::Done(report)),
             crate::partitioned::Outcome::Continue(f, sched, report) => {
@@ -350,6 +354,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             }
         }
     } else {
+        run_cpu_from = crate::proc_stats::simulation_cpu_seconds();
         (fabric, Partitioned::Again(std::time::Duration::ZERO))
     };
     let mut last_print = std::time::Duration::ZERO;
@@ -408,6 +413,10 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             go_on(None, before)
         }
     };
+    // Every worker thread has ended and counted its CPU time in (`proc_stats::note_thread_cpu`).
+    let run_cpu_seconds = crate::proc_stats::simulation_cpu_seconds()
+        .zip(run_cpu_from)
+        .map(|(to, from)| (to - from).max(0.0));
     // Signals so far belong to the simulation; one more while writing stops the writing.
     let seen = interrupt.count();
     let groups = report::group_names(&loaded.scenario);
@@ -557,6 +566,11 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         // The whole process so far (loading and building the fabric included).
         "cpu_seconds": cpu_seconds,
         "cpu_us_per_link_hop": cpu_seconds.map(|c| c * 1e6 / (fabric.totals().link_hops.max(1) as f64)),
+        // The simulation's alone, on every thread (a fabric rebuilt to run again on one thread
+        // included), from its first event to its last: its cost per link-hop as the fabric
+        // grows, without the build's, which grows with the fabric and not with the run.
+        "run_cpu_seconds": run_cpu_seconds,
+        "run_cpu_us_per_link_hop": run_cpu_seconds.map(|c| c * 1e6 / (fabric.totals().link_hops.max(1) as f64)),
         "peak_rss_bytes": crate::proc_stats::peak_rss_bytes(),
         "threads": threads,
         "one_thread_from_ns": one_thread_from.map(|t| t.ps() as f64 / 1e3),

@@ -165,6 +165,44 @@ fn summary_json_is_consistent() {
     let timing: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out_dir.join("timing.json")).unwrap()).unwrap();
     assert_eq!(timing["events"], v["run"]["events"]);
+    // The simulation's CPU time, per link-hop too (Linux only: `null` elsewhere).
+    if let Some(run) = timing["run_cpu_seconds"].as_f64() {
+        assert!(run >= 0.0, "{timing:#}");
+        let per_hop = timing["run_cpu_us_per_link_hop"].as_f64().unwrap();
+        let hops = u(&v, "/run/link_hops") as f64;
+        assert!((per_hop * hops / 1e6 - run).abs() <= 1e-9 * run.max(1.0), "{timing:#}");
+    }
+}
+
+/// `run_cpu_seconds` leaves the build out: a k=24 fat-tree (3,456 hosts, a permutation of
+/// them all) takes a tenth of a second or more to build and route, and a nanosecond of
+/// simulated time next to nothing to run. (The kernel's per-thread CPU clock may lag by a
+/// scheduler tick, a few milliseconds: far less than the build.)
+#[test]
+fn run_cpu_time_leaves_the_build_out() {
+    if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("big_build.toml");
+    std::fs::write(
+        &scenario,
+        "[scenario]\nname = \"big_build\"\nseed = 1\n\n[topology]\nkind = \"fat_tree\"\nk = 24\n\
+         host_link = { rate = \"100Gbps\", cable_m = 3 }\nfabric_link = { rate = \"100Gbps\", cable_m = 10 }\n\n\
+         [fabric]\nkind = \"ethernet\"\n\n[[workload]]\nkind = \"permutation\"\nsize = \"1MiB\"\n\n\
+         [run]\nend_time = \"1ns\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("r");
+    run_ok(&scenario, &out_dir, None);
+    let timing: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("timing.json")).unwrap()).unwrap();
+    let (run, all) = (
+        timing["run_cpu_seconds"].as_f64().unwrap(),
+        timing["cpu_seconds"].as_f64().unwrap(),
+    );
+    assert!(all > 0.05, "the build took CPU time: {timing:#}");
+    assert!(run >= 0.0 && run < all / 4.0, "{timing:#}");
 }
 
 #[test]

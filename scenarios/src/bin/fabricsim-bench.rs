@@ -5,7 +5,8 @@
 //! Ethernet, InfiniBand and RoCEv2 fabrics, and the paths inside GPU servers (an 8 MiB
 //! all-to-all on an HGX H100 board and on an NVL72 rack over NVLink, and on a PCIe Gen5
 //! server), each run a child `fabricsim run` process, and prints link-hops per wall second,
-//! CPU microseconds per link-hop and peak resident memory.
+//! CPU microseconds per link-hop (of the whole process, and of the simulation alone: the
+//! run's cost without the fabric's build) and peak resident memory.
 //!
 //! ```text
 //! cargo build --release && target/release/fabricsim-bench [--quick] [--ladder 8,16,24,32]
@@ -150,6 +151,7 @@ struct Measured {
     link_hops: u64,
     wall_s: f64,
     cpu_us_per_hop: Option<f64>,
+    run_cpu_us_per_hop: Option<f64>,
     peak_rss: Option<u64>,
 }
 
@@ -185,6 +187,7 @@ fn measure(fabricsim: &Path, scenario: &Path, work: &Path, reps: u32, threads: u
                 .ok_or("summary.json: no run.link_hops")?,
             wall_s: timing["wall_seconds"].as_f64().ok_or("timing.json: no wall_seconds")?,
             cpu_us_per_hop: timing["cpu_us_per_link_hop"].as_f64(),
+            run_cpu_us_per_hop: timing["run_cpu_us_per_link_hop"].as_f64(),
             peak_rss: timing["peak_rss_bytes"].as_u64(),
         };
         let _ = std::fs::remove_dir_all(&out);
@@ -198,11 +201,12 @@ fn measure(fabricsim: &Path, scenario: &Path, work: &Path, reps: u32, threads: u
 fn print_row(name: &str, m: &Measured) {
     let opt = |v: Option<f64>, scale: f64| v.map_or("-".to_string(), |v| format!("{:.3}", v * scale));
     println!(
-        "{name:<34} {:>12} {:>9.2} {:>10.3} {:>10} {:>9}",
+        "{name:<34} {:>12} {:>9.2} {:>10.3} {:>10} {:>10} {:>9}",
         m.link_hops,
         m.wall_s,
         m.link_hops as f64 / m.wall_s.max(1e-9) / 1e6,
         opt(m.cpu_us_per_hop, 1.0),
+        opt(m.run_cpu_us_per_hop, 1.0),
         opt(m.peak_rss.map(|b| b as f64), 1.0 / (1024.0 * 1024.0)),
     );
 }
@@ -235,8 +239,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     println!(
-        "{:<34} {:>12} {:>9} {:>10} {:>10} {:>9}",
-        "run", "link-hops", "wall s", "M hops/s", "CPU us/hop", "RSS MiB"
+        "{:<34} {:>12} {:>9} {:>10} {:>10} {:>10} {:>9}",
+        "run", "link-hops", "wall s", "M hops/s", "CPU us/hop", "run us/hop", "RSS MiB"
     );
     let mut failed = false;
     // (name, scenario, threads).
