@@ -6,7 +6,9 @@
 //! all-to-all on an HGX H100 board and on an NVL72 rack over NVLink, and on a PCIe Gen5
 //! server), each run a child `fabricsim run` process, and prints link-hops per wall second,
 //! CPU microseconds per link-hop (of the whole process, and of the simulation alone: the
-//! run's cost without the fabric's build) and peak resident memory.
+//! run's cost without the fabric's build) and peak resident memory; then, for each fabric of
+//! the ladder, how much more the simulation's link-hop costs at its largest k than at its
+//! smallest (the speed issue asks for at most 1.5x from k = 8 to k = 32).
 //!
 //! ```text
 //! cargo build --release && target/release/fabricsim-bench [--quick] [--ladder 8,16,24,32]
@@ -243,15 +245,15 @@ fn main() -> ExitCode {
         "run", "link-hops", "wall s", "M hops/s", "CPU us/hop", "run us/hop", "RSS MiB"
     );
     let mut failed = false;
-    // (name, scenario, threads).
-    let mut jobs: Vec<(String, PathBuf, u32)> = Vec::new();
+    // (name, scenario, threads, the ladder's fabric and k for a rung).
+    let mut jobs: Vec<(String, PathBuf, u32, Option<(&str, u32)>)> = Vec::new();
     if o.mirrors {
         for m in [
             "roce_mirror_k8_perm",
             "roce_mirror_k16_perm",
             "roce_mirror_k16_incast512",
         ] {
-            jobs.push((m.to_string(), o.bench_dir.join(format!("{m}.toml")), o.threads));
+            jobs.push((m.to_string(), o.bench_dir.join(format!("{m}.toml")), o.threads, None));
         }
     }
     for fabric in o.fabrics.iter().filter(|f| NETWORKS.contains(&f.as_str())) {
@@ -262,7 +264,12 @@ fn main() -> ExitCode {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::from(2);
             }
-            jobs.push((format!("{fabric} k={k} {end_us}us"), path, o.threads));
+            jobs.push((
+                format!("{fabric} k={k} {end_us}us"),
+                path,
+                o.threads,
+                Some((fabric.as_str(), k)),
+            ));
         }
     }
     let size = if o.quick { "1MiB" } else { "8MiB" };
@@ -273,25 +280,59 @@ fn main() -> ExitCode {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::from(2);
             }
-            jobs.push((format!("{fabric} {name} a2a {size}"), path, o.threads));
+            jobs.push((format!("{fabric} {name} a2a {size}"), path, o.threads, None));
         }
     }
-    for (name, path, threads) in jobs {
+    // The ladder's rungs by fabric: (k, the simulation's CPU us per link-hop).
+    let mut rungs: Vec<(&str, Vec<(u32, f64)>)> = Vec::new();
+    for (name, path, threads, rung) in jobs {
         match measure(&fabricsim, &path, &work, o.reps, threads) {
-            Ok(m) => print_row(&name, &m),
+            Ok(m) => {
+                print_row(&name, &m);
+                if let (Some((fabric, k)), Some(us)) = (rung, m.run_cpu_us_per_hop) {
+                    match rungs.iter_mut().find(|(f, _)| *f == fabric) {
+                        Some((_, r)) => r.push((k, us)),
+                        None => rungs.push((fabric, vec![(k, us)])),
+                    }
+                }
+            }
             Err(e) => {
                 eprintln!("{name}: {e}");
                 failed = true;
             }
         }
     }
+    for (fabric, r) in &rungs {
+        if let Some((k_lo, k_hi, ratio)) = growth(r) {
+            println!("{fabric}: the simulation's CPU per link-hop at k={k_hi} is {ratio:.2}x that at k={k_lo}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&work);
     if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// How the cost per link-hop grows over a fabric's ladder: (smallest k, largest k, the cost
+/// at the largest over that at the smallest), from (k, CPU us per link-hop) of its rungs;
+/// `None` with fewer than two sizes or a cost of zero.
+fn growth(rungs: &[(u32, f64)]) -> Option<(u32, u32, f64)> {
+    let lo = rungs.iter().min_by_key(|r| r.0)?;
+    let hi = rungs.iter().max_by_key(|r| r.0)?;
+    (hi.0 > lo.0 && lo.1 > 0.0).then(|| (lo.0, hi.0, hi.1 / lo.1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn growth_is_the_largest_rung_over_the_smallest() {
+        let (lo, hi, ratio) = growth(&[(16, 0.3), (32, 0.5), (8, 0.2), (24, 0.4)]).expect("four sizes");
+        assert_eq!((lo, hi), (8, 32));
+        assert!((ratio - 2.5).abs() < 1e-12, "{ratio}");
+        assert_eq!(growth(&[(8, 0.2)]), None);
+        assert_eq!(growth(&[(8, 0.0), (32, 0.5)]), None);
+        assert_eq!(growth(&[]), None);
+    }
 
     #[test]
     fn ladder_scenarios_name_their_fabric_and_size() {
