@@ -245,15 +245,19 @@ fn main() -> ExitCode {
         "run", "link-hops", "wall s", "M hops/s", "CPU us/hop", "run us/hop", "RSS MiB"
     );
     let mut failed = false;
-    // (name, scenario, threads, the ladder's fabric and k for a rung).
-    let mut jobs: Vec<(String, PathBuf, u32, Option<(&str, u32)>)> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
     if o.mirrors {
         for m in [
             "roce_mirror_k8_perm",
             "roce_mirror_k16_perm",
             "roce_mirror_k16_incast512",
         ] {
-            jobs.push((m.to_string(), o.bench_dir.join(format!("{m}.toml")), o.threads, None));
+            jobs.push(Job {
+                name: m.to_string(),
+                scenario: o.bench_dir.join(format!("{m}.toml")),
+                threads: o.threads,
+                rung: None,
+            });
         }
     }
     for fabric in o.fabrics.iter().filter(|f| NETWORKS.contains(&f.as_str())) {
@@ -264,12 +268,12 @@ fn main() -> ExitCode {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::from(2);
             }
-            jobs.push((
-                format!("{fabric} k={k} {end_us}us"),
-                path,
-                o.threads,
-                Some((fabric.as_str(), k)),
-            ));
+            jobs.push(Job {
+                name: format!("{fabric} k={k} {end_us}us"),
+                scenario: path,
+                threads: o.threads,
+                rung: Some((fabric.as_str(), k)),
+            });
         }
     }
     let size = if o.quick { "1MiB" } else { "8MiB" };
@@ -280,13 +284,24 @@ fn main() -> ExitCode {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::from(2);
             }
-            jobs.push((format!("{fabric} {name} a2a {size}"), path, o.threads, None));
+            jobs.push(Job {
+                name: format!("{fabric} {name} a2a {size}"),
+                scenario: path,
+                threads: o.threads,
+                rung: None,
+            });
         }
     }
     // The ladder's rungs by fabric: (k, the simulation's CPU us per link-hop).
     let mut rungs: Vec<(&str, Vec<(u32, f64)>)> = Vec::new();
-    for (name, path, threads, rung) in jobs {
-        match measure(&fabricsim, &path, &work, o.reps, threads) {
+    for Job {
+        name,
+        scenario,
+        threads,
+        rung,
+    } in jobs
+    {
+        match measure(&fabricsim, &scenario, &work, o.reps, threads) {
             Ok(m) => {
                 print_row(&name, &m);
                 if let (Some((fabric, k)), Some(us)) = (rung, m.run_cpu_us_per_hop) {
@@ -309,6 +324,15 @@ fn main() -> ExitCode {
     }
     let _ = std::fs::remove_dir_all(&work);
     if failed { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// One run of the benchmark.
+struct Job<'a> {
+    name: String,
+    scenario: PathBuf,
+    threads: u32,
+    /// A rung of the ladder: its fabric and k.
+    rung: Option<(&'a str, u32)>,
 }
 
 /// How the cost per link-hop grows over a fabric's ladder: (smallest k, largest k, the cost
