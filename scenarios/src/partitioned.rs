@@ -504,6 +504,10 @@ pub fn run(
                     let mut to: Vec<Vec<Crossing>> = (0..n).map(|_| Vec::new()).collect();
                     // Wall time spent waiting for the others at windows' ends (`--log info`).
                     let mut waited = std::time::Duration::ZERO;
+                    // Wall time spent handling events (`--log info`, read only then: two clock
+                    // reads per window); the rest of `wall_s` is the hand-over and the waits.
+                    let timed = tracing::enabled!(tracing::Level::INFO);
+                    let mut handling = std::time::Duration::ZERO;
                     let mut last_print = std::time::Duration::ZERO;
                     for window in 0u64.. {
                         let mut window_end = SimTime(start.ps().saturating_add(lookahead_ps - 1)).min(end_time);
@@ -514,7 +518,11 @@ pub fn run(
                             end_time: Some(window_end),
                             ..RunLimits::default()
                         };
+                        let began = timed.then(|| clock.elapsed());
                         let r = sim_core::run(&mut *fabric, &mut s, &window_limits, |_| ControlFlow::Continue(()));
+                        if let Some(t) = began {
+                            handling += clock.elapsed().saturating_sub(t);
+                        }
                         events += r.events;
                         fabric.take_outbox(&mut to);
                         let first_sent = to.iter().flatten().filter_map(Crossing::arrives_at).min();
@@ -659,6 +667,7 @@ pub fn run(
                                     partition = me,
                                     windows = window + 1,
                                     events = counted,
+                                    handling_s = handling.as_secs_f64(),
                                     waited_s = waited.as_secs_f64(),
                                     wall_s = clock.elapsed().as_secs_f64(),
                                     "partition done"
