@@ -318,8 +318,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
     // run that must end on one thread gets a fresh fabric (`partitioned.rs`).
     let split = partitions(&loaded, &topology, &fabric, opts.threads)?;
     let threads = split.as_ref().map_or(1, |(_, n)| *n);
-    // The process's CPU time when the simulation starts, every fabric built (`timing.json`'s
-    // `run_cpu_seconds`: the cost of the events, without the build's).
+    // The CPU time of this thread and of the ended workers when the simulation starts, every
+    // fabric built (`timing.json`'s `run_cpu_seconds`: the cost of the events, without the
+    // build's).
     let run_cpu_from;
     let (mut fabric, partitioned) = if let Some((parts, threads)) = split {
         let (routes, engine) = (fabric.routes().clone(), fabric.config().clone());
