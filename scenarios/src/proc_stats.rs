@@ -8,14 +8,13 @@ pub fn cpu_seconds() -> Option<f64> {
     cpu_clock_ns(Clock::Process).map(|ns| ns as f64 / 1e9)
 }
 
-/// CPU time the calling thread and the worker threads that have ended have run so far,
-/// seconds: a simulation's, between two readings on the thread that runs it (or starts its
-/// workers), wherever that thread is (`fabricsim run`'s main thread, a test's own), and
-/// without the process's other threads.
-pub fn simulation_cpu_seconds() -> Option<f64> {
+/// CPU time the calling thread and the worker threads that have ended have run so far, ns:
+/// a simulation's, between two readings on the thread that runs it (or starts its workers),
+/// wherever that thread is (`fabricsim run`'s main thread, a test's own), and without the
+/// process's other threads.
+pub fn simulation_cpu_ns() -> Option<u64> {
     let ns = cpu_clock_ns(Clock::Thread)?;
-    let workers = WORKER_CPU_NS.load(std::sync::atomic::Ordering::Relaxed);
-    Some((ns + workers) as f64 / 1e9)
+    Some(ns + WORKER_CPU_NS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// CPU time of the worker threads that have ended, ns: a thread adds its own
@@ -85,14 +84,14 @@ mod tests {
         if cfg!(unix) {
             assert!(cpu_seconds().is_some_and(|s| s > 0.0));
             // This thread's CPU time grows as it works, and is part of the process's.
-            let before = simulation_cpu_seconds().expect("a thread CPU clock");
+            let before = simulation_cpu_ns().expect("a thread CPU clock");
             let mut x = 1u64;
             for i in 0..20_000_000u64 {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
             }
-            let after = simulation_cpu_seconds().expect("a thread CPU clock");
+            let after = simulation_cpu_ns().expect("a thread CPU clock");
             assert!(after > before, "{x}");
-            assert!(after <= cpu_seconds().expect("a process CPU clock"));
+            assert!(after as f64 / 1e9 <= cpu_seconds().expect("a process CPU clock"));
         }
         if std::path::Path::new("/proc/self/status").exists() {
             assert!(peak_rss_bytes().is_some_and(|b| b > 0));

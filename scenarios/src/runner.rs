@@ -335,7 +335,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             f.set_partition(parts.clone(), me);
             fabrics.push(f);
         }
-        run_cpu_from = crate::proc_stats::simulation_cpu_seconds();
+        run_cpu_from = crate::proc_stats::simulation_cpu_ns();
         match crate::partitioned::run(fabrics, &limits, interrupt, opts.progress, sampler.as_mut()) {
             crate::partitioned::Outcome::Done(f, report) => (*f, Partitioned::Done(report)),
             crate::partitioned::Outcome::Continue(f, sched, report) => {
@@ -355,7 +355,7 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
             }
         }
     } else {
-        run_cpu_from = crate::proc_stats::simulation_cpu_seconds();
+        run_cpu_from = crate::proc_stats::simulation_cpu_ns();
         (fabric, Partitioned::Again(std::time::Duration::ZERO))
     };
     let mut last_print = std::time::Duration::ZERO;
@@ -415,9 +415,9 @@ pub fn run_file(path: &Path, opts: &RunOptions) -> Result<RunOutput, RunError> {
         }
     };
     // Every worker thread has ended and counted its CPU time in (`proc_stats::note_thread_cpu`).
-    let run_cpu_seconds = crate::proc_stats::simulation_cpu_seconds()
+    let run_cpu_seconds = crate::proc_stats::simulation_cpu_ns()
         .zip(run_cpu_from)
-        .map(|(to, from)| (to - from).max(0.0));
+        .map(|(to, from)| to.saturating_sub(from) as f64 / 1e9);
     // Signals so far belong to the simulation; one more while writing stops the writing.
     let seen = interrupt.count();
     let groups = report::group_names(&loaded.scenario);
