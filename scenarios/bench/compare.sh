@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the speed-mirror scenarios with one or more fabricsim binaries, interleaved, best of
-# REPS (default 3), and prints M link-hops/s and CPU us per link-hop for each.
+# REPS (default 3), and prints M link-hops per wall second and wall us per link-hop for each.
 # Usage: scenarios/bench/compare.sh BIN [BIN...]   (e.g. an old build beside target/release/fabricsim)
 # With THREADS=N each fabricsim run is `fabricsim run --threads N` (the fabric split by pod).
 # Figures go into docs/performance.md; the machine is shared and noisy: compare in one run.
@@ -9,14 +9,14 @@
 # the repository as ../shared/reference/htsim-mirror.md says; HTSIM_PRELOAD=<time() shim .so>
 # pins its seed), each scenario's htsim twin runs in the same interleaved rounds, and its
 # M link-hops/s use the link-hop counts measured once with a counting copy of htsim (htsim
-# prints none).
+# prints none); each fabricsim row then ends with its link-hops/s as a multiple of htsim's.
 set -euo pipefail
 cd "$(dirname "$0")"
 REPS=${REPS:-3}
 THREADS=${THREADS:-1}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf '%-28s %-40s %12s %12s %10s\n' scenario binary "M hops/s" "us/hop" "link-hops"
+printf '%-28s %-40s %12s %12s %10s%s\n' scenario binary "M hops/s" "us/hop" "link-hops" "${HTSIM:+    x htsim}"
 declare -A hops=()
 for sc in ${SCENARIOS:-roce_mirror_k8_perm roce_mirror_k16_perm roce_mirror_k16_incast512}; do
   declare -A best=()
@@ -54,9 +54,14 @@ for sc in ${SCENARIOS:-roce_mirror_k8_perm roce_mirror_k16_perm roce_mirror_k16_
       roce_mirror_k16_incast512) h=1599720 ;;
     esac
     python3 -c "h=$h; w=${best[htsim]}; print(f'%-28s %-40s %12.3f %12.3f %10d' % ('$sc', 'htsim_roce', h/w/1e6, w/h*1e6, h))"
+    htsim_rate=$(python3 -c "print($h / ${best[htsim]})")
   fi
   for bin in "$@"; do
-    python3 -c "h=${hops[$bin]}; w=${best[$bin]}; print(f'%-28s %-40s %12.3f %12.3f %10d' % ('$sc', '$bin'[-40:], h/w/1e6, w/h*1e6, h))"
+    # With htsim measured in the same rounds, each binary's link-hops/s as a multiple of htsim's.
+    python3 -c "h=${hops[$bin]}; w=${best[$bin]}; r='${htsim_rate:-}'
+x = f' {h / w / float(r):9.2f}x' if r else ''
+print(f'%-28s %-40s %12.3f %12.3f %10d%s' % ('$sc', '$bin'[-40:], h/w/1e6, w/h*1e6, h, x))"
   done
+  unset htsim_rate
   unset best
 done
