@@ -9,6 +9,11 @@
 //! `check` exits 1 when a metric moved beyond its tolerance, and 2 when a scenario, baseline or
 //! results directory is bad (`docs/regression.md`). `diff` exits 0 whatever differs, and 2 when
 //! a directory is not a results directory.
+#![allow(
+    rustdoc::invalid_html_tags,
+    rustdoc::broken_intra_doc_links,
+    reason = "the argument docs below are clap's --help text, written for a terminal: `<scenario name>` and `[sweep]` are what the user sees"
+)]
 
 use crate::regression::{self, CheckError, junit};
 use crate::runner::{self, RunError, RunOptions};

@@ -4,7 +4,7 @@
 //! every output equal to the single-threaded run's (the time series too: the windows end at
 //! its sample times, where partition 0 samples them all). The partitions fold into one fabric at
 //! the end time, or earlier when the run could end within the next window or the windows
-//! hold too little or too uneven work ([`Pace`]); the run then goes on on one thread (the
+//! hold too little or too uneven work (`Pace`); the run then goes on on one thread (the
 //! runner's loop).
 
 use fabrics::engine::{Crossing, Ev, Fabric, MAX_PARTITIONS};

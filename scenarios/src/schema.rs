@@ -367,7 +367,7 @@ pub struct RoceSpec {
     /// threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xoff_threshold: Option<SizeSpec>,
-    /// Lossless priorities (PFC) (default [3]); an empty list turns PFC off.
+    /// Lossless priorities (PFC) (default `[3]`); an empty list turns PFC off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lossless: Option<Vec<u8>>,
     /// Lossy priorities (tail drop) (default [0, 6]).
@@ -383,7 +383,7 @@ pub struct RoceSpec {
     /// 802.3x link-level PAUSE: one congested lossless priority stops the whole link).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<String>,
-    /// Priorities served with strict priority before DWRR over the others (default [6]).
+    /// Priorities served with strict priority before DWRR over the others (default `[6]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<Vec<u8>>,
     /// Priority of CNPs, ACKs and NACKs (default 6).
@@ -1069,7 +1069,7 @@ impl WorkloadSpec {
 
 impl Scenario {
     /// The traffic class of a workload that names none: on RoCEv2 the lowest lossless
-    /// priority (`[fabric.roce] lossless`, default [3]), so that a workload is lossless unless
+    /// priority (`[fabric.roce] lossless`, default `[3]`), so that a workload is lossless unless
     /// asked otherwise (a lossy class drops, and recovers only with go-back-N); the lowest
     /// lossy priority when no priority is lossless; 0 on the other fabrics.
     pub fn default_class(&self) -> u8 {

@@ -387,7 +387,7 @@ impl Sampler {
     }
 }
 
-/// [`sim_core::run`] cut into windows of `sampler`'s period, sampling after each; without a
+/// [`sim_core::run()`] cut into windows of `sampler`'s period, sampling after each; without a
 /// sampler, one call. The budgets hold for the whole run: events and wall-clock time are
 /// counted across windows, and the report is the one a single call would give.
 pub fn run_sampled<Q: EventQueue<fabrics::engine::Ev>>(

@@ -28,8 +28,8 @@
 //! - [`queue`]: the [`EventQueue`] trait, [`HeapQueue`] and [`WheelQueue`].
 //! - [`sched`]: [`Scheduler`], the queue plus `now` and the sequence counter.
 //! - [`pipe`]: [`Pipe`], a per-link FIFO whose head alone is scheduled.
-//! - [`prefetch`]: a cache hint for the model's prefetch pipeline.
-//! - [`run`]: [`Model`], [`run()`](run::run), budgets and outcomes.
+//! - [`prefetch`](mod@prefetch): a cache hint for the model's prefetch pipeline.
+//! - [`run`](mod@run): [`Model`], [`run()`](run::run), budgets and outcomes.
 //! - [`rng`]: [`RngStreams`], one ChaCha8 stream per component.
 //! - [`stats`]: [`LatencyHistogram`], [`Counter`], [`TimeWeightedGauge`].
 

@@ -4,7 +4,7 @@
 //! 1. A host NIC picks an active flow (round-robin among flows whose congestion control lets
 //!    them send), cuts the next packet (payload up to the MTU plus `header_bytes`) and starts
 //!    serializing it on its port.
-//! 2. Starting a transmission at `t` puts the packet into the port's [`Pipe`] with arrival time
+//! 2. Starting a transmission at `t` puts the packet into the port's [`sim_core::Pipe`] with arrival time
 //!    `t + serialization + propagation + peer latency` (store-and-forward: the packet joins the
 //!    next queue only when its last bit is in and the switch has handled it).
 //!    Only the pipe's head is in the scheduler ([`Ev::Arrive`]); see [`sim_core::Pipe`].
@@ -1462,9 +1462,9 @@ impl Model for Fabric {
     /// Brings the state of the next events into the cache while this one is handled, as a
     /// software pipeline (at scale the per-port state and the packets are far larger than the
     /// caches and nearly every hop starts with misses, `docs/performance.md`): each upcoming
-    /// event gets the stage of its distance ([`Fabric::prefetch_stage`]), so each stage reads
+    /// event gets the stage of its distance (`Fabric::prefetch_stage`), so each stage reads
     /// only what the stage before asked for and no stage waits on a miss. The loads start now
-    /// and overlap with this event's work, as prefetch instructions ([`sim_core::prefetch`]),
+    /// and overlap with this event's work, as prefetch instructions ([`sim_core::prefetch()`]),
     /// which unlike plain loads do not hold the core up when they miss (session 10: 9 % more
     /// link-hops per second on the k=16 RoCEv2 mirror). Measured and dropped: a fourth stage
     /// that routed the packet to prefetch its egress port (session 8), prefetching a credit

@@ -231,7 +231,7 @@ pub enum DropCause {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
     /// Stored. `edge`: the pause state of its (ingress port, priority) changed: send PAUSE
-    /// (XOFF) or RESUME (XON) upstream now ([`crate::models::pfc::PfcSender::on_edge`]). An
+    /// (XOFF) or RESUME (XON) upstream now ([`crate::models::pfc::PauseSender::on_edge`]). An
     /// admission can also resume: the dynamic threshold moves with the pool.
     Accepted { edge: Option<crate::models::pfc::PfcEdge> },
     /// Dropped; the MMU state is unchanged.

@@ -9,7 +9,7 @@
 //! - [`metrics`]: `summary.json` -> named values.
 //! - [`baseline`]: the baseline file (read, write, errors).
 //! - [`spec`]: the `[check]` section (selection and tolerances).
-//! - [`compare`]: metrics vs baseline -> rows with verdicts.
+//! - [`compare`](mod@compare): metrics vs baseline -> rows with verdicts.
 //! - [`inputs`]: the resolved scenario as keyed inputs, and which of them changed.
 //! - [`fold`]: rows ordered by the size of their change, lists folded into one row.
 //! - [`table`]: the printed table; [`junit`]: JUnit XML.
