@@ -367,7 +367,10 @@ mod tests {
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
+    )]
     struct TestScenario {
         name: String,
         fabric: TestFabric,
@@ -377,7 +380,10 @@ mod tests {
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
+    )]
     struct TestFabric {
         switches: u32,
         link: TestLink,
@@ -385,7 +391,10 @@ mod tests {
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
+    )]
     struct TestLink {
         rate: RateSpec,
         latency: TimeSpec,
@@ -393,7 +402,10 @@ mod tests {
 
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
+    #[allow(
+        dead_code,
+        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
+    )]
     struct TestFlow {
         src: u32,
         dst: Spanned<u32>,

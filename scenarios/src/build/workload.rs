@@ -53,7 +53,6 @@ impl Loaded {
         }
     }
 
-    #[allow(clippy::type_complexity)]
     pub(super) fn build_flows(&self, n_hosts: u32, layout: GpuLayout) -> Result<BuiltFlows, ScenarioError> {
         let streams = RngStreams::new(self.scenario.scenario.seed);
         if self.scenario.workload.is_empty() {
