@@ -11,6 +11,12 @@
 # M link-hops/s use the link-hop counts measured once with a counting copy of htsim (htsim
 # prints none); each fabricsim row then ends with its link-hops/s as a multiple of htsim's.
 set -euo pipefail
+# htsim's paths as the caller gave them (from the caller's directory), before the cd below.
+for v in HTSIM CM HTSIM_PRELOAD; do
+  if [[ -n "${!v:-}" ]]; then
+    printf -v "$v" '%s' "$(realpath "${!v}")"
+  fi
+done
 cd "$(dirname "$0")"
 REPS=${REPS:-3}
 THREADS=${THREADS:-1}
@@ -28,9 +34,10 @@ for sc in ${SCENARIOS:-roce_mirror_k8_perm roce_mirror_k16_perm roce_mirror_k16_
         roce_mirror_k16_incast512) args="-tm $CM/incast_1024_512x1MB.cm -nodes 1024 -end 50000" ;;
       esac
       t0=$(date +%s.%N)
+      # In the scratch directory: htsim writes files of its own (idmap.txt) where it runs.
       # shellcheck disable=SC2086
-      LD_PRELOAD=${HTSIM_PRELOAD:-} "$HTSIM" $args -linkspeed 100000 -mtu 4000 -q 1000 -strat ecmp_host \
-        -paths 256 -o "$out/htsim.log" > /dev/null
+      (cd "$out" && LD_PRELOAD=${HTSIM_PRELOAD:-} "$HTSIM" $args -linkspeed 100000 -mtu 4000 -q 1000 \
+        -strat ecmp_host -paths 256 -o "$out/htsim.log" > /dev/null)
       w=$(python3 -c "print($(date +%s.%N) - $t0)")
       if [[ -z "${best[htsim]:-}" ]] || python3 -c "import sys;sys.exit(0 if $w < ${best[htsim]} else 1)"; then
         best[htsim]=$w
