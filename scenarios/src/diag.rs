@@ -361,56 +361,47 @@ pub fn read_scenario_file(path: &Path) -> Result<String, ScenarioError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::{RateSpec, SizeSpec, TimeSpec};
-    use serde::Deserialize;
-    use serde_spanned::Spanned;
 
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(
-        dead_code,
-        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
-    )]
-    struct TestScenario {
-        name: String,
-        fabric: TestFabric,
-        #[serde(default)]
-        flows: Vec<TestFlow>,
-    }
+    /// Scenario shapes for the tests: serde must accept every field (`deny_unknown_fields`),
+    /// though the tests read only some.
+    #[allow(dead_code, reason = "fields parsed but not all read")]
+    mod shapes {
+        use crate::units::{RateSpec, SizeSpec, TimeSpec};
+        use serde::Deserialize;
+        use serde_spanned::Spanned;
 
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(
-        dead_code,
-        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
-    )]
-    struct TestFabric {
-        switches: u32,
-        link: TestLink,
-    }
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct TestScenario {
+            pub(super) name: String,
+            pub(super) fabric: TestFabric,
+            #[serde(default)]
+            pub(super) flows: Vec<TestFlow>,
+        }
 
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(
-        dead_code,
-        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
-    )]
-    struct TestLink {
-        rate: RateSpec,
-        latency: TimeSpec,
-    }
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct TestFabric {
+            pub(super) switches: u32,
+            pub(super) link: TestLink,
+        }
 
-    #[derive(Debug, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(
-        dead_code,
-        reason = "fields that serde must accept (deny_unknown_fields) though the tests read only some"
-    )]
-    struct TestFlow {
-        src: u32,
-        dst: Spanned<u32>,
-        size: SizeSpec,
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct TestLink {
+            pub(super) rate: RateSpec,
+            pub(super) latency: TimeSpec,
+        }
+
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(super) struct TestFlow {
+            pub(super) src: u32,
+            pub(super) dst: Spanned<u32>,
+            pub(super) size: SizeSpec,
+        }
     }
+    use shapes::TestScenario;
 
     const GOOD: &str = r#"name = "two-flows"
 
